@@ -1,0 +1,30 @@
+# Every third-party dependency is found here, from Debian packages; nothing is downloaded.
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # Boost.Graph is header-only
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(GTest REQUIRED)
+find_package(Threads REQUIRED)
+if(TAWPIPE_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+# yaml-cpp's Debian config exports either yaml-cpp or yaml-cpp::yaml-cpp depending on version.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(TAWPIPE_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(TAWPIPE_YAML_TARGET yaml-cpp)
+endif()
+
+# Optional: the CUDA/NCCL backend (exec/cuda). Detected, never downloaded.
+set(TAWPIPE_HAVE_CUDA OFF)
+if(NOT TAWPIPE_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
+               /usr/local/cuda/lib64)
+  if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(TAWPIPE_HAVE_CUDA ON)
+  elseif(TAWPIPE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TAWPIPE_CUDA=ON but the CUDA Toolkit or NCCL was not found")
+  endif()
+endif()
