@@ -1,0 +1,67 @@
+/// \file
+/// ProgramBuilder: the API the schedule generators use to emit a Program. It owns the pools,
+/// deduplicates costs and communicators, hands out group ids, and asserts on misuse that is a
+/// generator bug (unknown rank or buffer, dependency on a later op). Whether the resulting program
+/// is *correct* is the verifier's job, not the builder's.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/ir/program.h"
+
+namespace tawpipe::ir {
+
+class ProgramBuilder {
+ public:
+  /// Creates an empty program for `num_ranks` ranks with stream 0 named "compute".
+  ProgramBuilder(Header header, std::int32_t num_ranks);
+
+  /// The id of the stream named `name`, created on first use.
+  StreamId stream(std::string_view name);
+  /// The id of a communicator with exactly these ordered members, created on first use (a second
+  /// call with the same members returns the same id; `name` is kept from the first call).
+  CommId communicator(std::string name, std::vector<Rank> members);
+  /// The id of an equal cost, created on first use.
+  CostId cost(const Cost& cost);
+  /// A fresh group id for ops posted together.
+  std::int32_t new_group();
+
+  /// Declares a buffer on `rank`. Names must be unique per rank.
+  BufferId buffer(Rank rank, std::string name, Bytes size, BufferRole role, bool persistent,
+                  TensorRef initial = {});
+
+  OpIndex compute(Rank rank, StreamId stream, ComputeKind kind, std::int32_t layer_begin,
+                  std::int32_t layer_end, std::int32_t sample, CostId cost,
+                  std::initializer_list<BufferId> reads, std::initializer_list<BufferId> writes,
+                  std::span<const OpIndex> deps = {});
+  OpIndex send(Rank rank, StreamId stream, Rank peer, CommId comm, Bytes bytes, BufferId buffer,
+               std::span<const OpIndex> deps = {}, std::int32_t group = kNone);
+  OpIndex recv(Rank rank, StreamId stream, Rank peer, CommId comm, Bytes bytes, BufferId buffer,
+               std::span<const OpIndex> deps = {}, std::int32_t group = kNone);
+  /// `root` is a rank (broadcast/reduce) or kNone. See program.h for the meaning of `bytes`.
+  OpIndex collective(Rank rank, StreamId stream, CollectiveKind kind, CommId comm, Rank root,
+                     Bytes bytes, BufferId send_buffer, BufferId recv_buffer,
+                     std::span<const OpIndex> deps = {});
+  OpIndex copy(Rank rank, StreamId stream, BufferId src, BufferId dst, Bytes bytes,
+               std::span<const OpIndex> deps = {});
+  OpIndex alloc(Rank rank, StreamId stream, BufferId buffer, std::span<const OpIndex> deps = {});
+  OpIndex free(Rank rank, StreamId stream, BufferId buffer, std::span<const OpIndex> deps = {});
+
+  /// Number of ops emitted so far on `rank` (the index the next op will get).
+  OpIndex next_op(Rank rank) const;
+  /// Read access while building (e.g. to look up a buffer's size).
+  const Program& program() const { return program_; }
+
+  /// Ends building. The builder is empty afterwards.
+  Program finish() &&;
+
+ private:
+  Program program_;
+  std::int32_t next_group_ = 0;
+};
+
+}  // namespace tawpipe::ir

@@ -1,0 +1,221 @@
+/// \file
+/// The schedule IR: a self-contained, serialisable description of one training iteration of one
+/// parallel-training method on P ranks. The simulator times it; the executors run it.
+///
+/// A Program holds a header, communicators, and per rank: buffers and ops in program order. The IR
+/// speaks of ranks, buffers, bytes and FLOPs only; it never refers to the topology.
+///
+/// Semantics (identical in the simulator, the executors and the verifier's logical execution):
+///  1. Ops of one stream of a rank run one at a time in program order. An op starts when the
+///     previous op of its stream and all its `deps` (earlier ops of the same rank, any stream —
+///     like CUDA events) have completed.
+///  2. Ops with the same `group` (NCCL group semantics) are on the same stream, consecutive in
+///     program order, and are posted together; the stream moves past the group when all of them
+///     have completed. A pairwise exchange (send + recv to the same peer) is one group.
+///  3. Send/recv between a pair of ranks on a communicator match in issue order; data moves only
+///     when both sides are posted.
+///  4. All members of a communicator issue its collectives in the same order; a collective starts
+///     when every member has reached it.
+///  5. A non-persistent buffer is dead until an `alloc` op and after a `free` op; touching a dead
+///     buffer is an error. Persistent buffers live for the whole program (memory model: their
+///     bytes count from time zero).
+///
+/// Symbolic contents (what the verifier tracks, see verifier.h). Every buffer holds a TensorRef:
+///  - weights of decoder layers [layer_begin, layer_end), or piece `piece` of `pieces` of them
+///    (FSDP shards); the pseudo-layer kEmbeddingLayer (= -1) stands for all non-decoder
+///    parameters (token embedding, final norm, LM head, tied or not);
+///  - the gradient of such a block (the verifier also tracks which (sample, op) contributions were
+///    summed into it, to prove every gradient reaches its owner complete and exactly once);
+///  - the activation entering decoder layer `layer_begin` for micro-batch `sample`
+///    (layer_begin == layers means the output of the last decoder layer, entering the head);
+///  - the activation gradient at that boundary.
+/// `sample` identifies a micro-batch globally (unique over ranks and data-parallel replicas).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+
+namespace tawpipe::ir {
+
+using Rank = std::int32_t;
+using OpIndex = std::int32_t;   ///< index into one rank's op list
+using BufferId = std::int32_t;  ///< index into one rank's buffer list
+using CommId = std::int32_t;    ///< index into Program::communicators
+using StreamId = std::uint8_t;  ///< index into Program::streams
+using CostId = std::int32_t;    ///< index into Program::costs
+inline constexpr std::int32_t kNone = -1;
+inline constexpr std::int32_t kEmbeddingLayer = -1;
+
+/// Format version written to and required from JSON. Bump on any incompatible change.
+inline constexpr int kFormatVersion = 1;
+
+enum class OpKind : std::uint8_t { compute, send, recv, collective, copy, alloc, free };
+
+/// What a compute op does. Reads and writes are identified by the roles of its buffers.
+enum class ComputeKind : std::uint8_t {
+  embedding_forward,  ///< reads weights(embedding); writes activation(sample, 0)
+  forward,   ///< reads weights(layers), activation(sample, begin); writes activation(sample, end)
+  backward,  ///< reads weights(layers), activation(sample, begin), activation_grad(sample, end);
+             ///< writes activation_grad(sample, begin) and adds a gradient contribution for
+             ///< (layers, sample) into a gradient buffer. Includes recomputation when the
+             ///< cost says so (Cost::recompute_flops).
+  head,      ///< final norm + LM head + loss, forward and backward: reads weights(embedding),
+             ///< activation(sample, L); writes activation_grad(sample, L) and a gradient
+             ///< contribution for the embedding block
+  embedding_backward,  ///< reads activation_grad(sample, 0); adds a gradient contribution
+                       ///< (embedding)
+  accumulate,          ///< reads[0] is a gradient; writes[0] += it (element-wise sum)
+  optimizer,           ///< reads a complete gradient of block B; updates the weights of B (writes)
+};
+
+enum class CollectiveKind : std::uint8_t {
+  broadcast,
+  reduce,
+  all_reduce,
+  all_gather,
+  reduce_scatter
+};
+
+/// What a buffer is for. Drives the memory report and tells the verifier how a compute op uses
+/// each buffer it lists.
+enum class BufferRole : std::uint8_t {
+  weights,           ///< own (device-bound) weights, compute precision
+  weight_staging,    ///< received/broadcast weights being used or prefetched
+  master_weights,    ///< fp32 master copy of owned weights
+  optimizer_state,   ///< AdamW moments of owned weights
+  gradient,          ///< gradient accumulator of owned weights
+  gradient_staging,  ///< locally computed or in-flight gradient
+  activation,        ///< a boundary activation (input of layer `layer_begin` for `sample`)
+  activation_grad,   ///< a boundary activation gradient
+  workspace,         ///< scratch
+};
+
+enum class TensorKind : std::uint8_t { none, weights, gradient, activation, activation_grad };
+
+/// Symbolic identity of a tensor (see the file comment). Small and trivially copyable.
+struct TensorRef {
+  TensorKind kind = TensorKind::none;
+  std::int32_t layer_begin = 0;  ///< weights/gradient: first layer (or kEmbeddingLayer);
+                                 ///< activations: the boundary index in [0, layers]
+  std::int32_t layer_end = 0;    ///< weights/gradient: one past the last layer; unused otherwise
+  std::int32_t sample = kNone;   ///< activations only
+  std::int32_t piece = 0;        ///< FSDP shards: this is piece `piece` of `pieces`
+  std::int32_t pieces = 1;
+  friend bool operator==(const TensorRef&, const TensorRef&) = default;
+};
+
+/// Op classes of the compute cost model (design.md).
+enum class OpClass : std::uint8_t { gemm, attention, elementwise };
+inline constexpr std::size_t kOpClassCount = 3;
+
+/// FLOPs and memory bytes of one compute op by op class; shared by the simulator's compute model
+/// and the executors' kernels. Deduplicated in Program::costs.
+struct Cost {
+  std::array<double, kOpClassCount> flops{};  ///< floating-point operations
+  std::array<double, kOpClassCount> bytes{};  ///< memory traffic in bytes
+  double recompute_flops = 0.0;  ///< part of `flops` spent recomputing the forward (HFU, not MFU)
+  std::uint64_t workspace_bytes = 0;  ///< transient memory live only while the op runs
+  friend bool operator==(const Cost&, const Cost&) = default;
+};
+
+struct Communicator {
+  std::string name;           ///< e.g. "world", "node1", "rail3", "pair0-8"
+  std::vector<Rank> members;  ///< ordered; a member's index is its position
+};
+
+struct Buffer {
+  std::string name;  ///< unique per rank, e.g. "w.own", "act.s3.b2"
+  Bytes size;
+  BufferRole role = BufferRole::workspace;
+  bool persistent = true;  ///< false: dead until an alloc op, dead again after a free op
+  TensorRef initial;       ///< content at program start (persistent buffers)
+};
+
+/// One op. Fields that do not apply to a kind hold kNone / 0. Buffer and dependency lists live in
+/// the rank's pools (`RankProgram::buffer_pool`, `dep_pool`) to keep Op small and flat.
+struct Op {
+  OpKind kind = OpKind::compute;
+  StreamId stream = 0;
+  ComputeKind compute = ComputeKind::forward;             ///< compute ops
+  CollectiveKind collective = CollectiveKind::broadcast;  ///< collective ops
+  std::int32_t group = kNone;    ///< NCCL-style group id (unique in the program), or kNone
+  Rank peer = kNone;             ///< send/recv: the other rank; broadcast/reduce: the root rank
+  CommId comm = kNone;           ///< send/recv/collective
+  std::int32_t layer_begin = 0;  ///< compute: layer range (kEmbeddingLayer for embedding/head)
+  std::int32_t layer_end = 0;
+  std::int32_t sample = kNone;  ///< compute: micro-batch id
+  CostId cost = kNone;          ///< compute: index into Program::costs
+  std::uint64_t bytes = 0;      ///< send/recv/copy: message bytes; collectives: see below
+  std::uint32_t deps_offset = 0;
+  std::uint32_t deps_count = 0;
+  std::uint32_t buffers_offset = 0;  ///< reads then writes, in RankProgram::buffer_pool
+  std::uint16_t reads_count = 0;
+  std::uint16_t writes_count = 0;
+};
+// Collective `bytes`: broadcast/reduce/all_reduce: the message size; all_gather: the size of
+// the gathered (full) output; reduce_scatter: the size of the full input. Collective buffers:
+// reads[0] = send buffer, writes[0] = receive buffer (may be the same buffer: in place).
+// send: reads[0]; recv: writes[0]; copy: reads[0] -> writes[0]; alloc/free: writes[0].
+
+/// Ops and buffers of one rank.
+struct RankProgram {
+  std::vector<Buffer> buffers;
+  std::vector<Op> ops;
+  std::vector<OpIndex> dep_pool;
+  std::vector<BufferId> buffer_pool;
+};
+
+/// What the program was generated from: enough to label reports and to check that a measured
+/// trace belongs to a predicted one.
+struct Header {
+  int format_version = kFormatVersion;
+  std::string schedule;                        ///< registry name, e.g. "tawpipe"
+  std::map<std::string, std::string> options;  ///< schedule options as given (groups=3, ...)
+  std::string model;                           ///< model name
+  std::int32_t layers = 0;                     ///< decoder layers of the model
+  std::uint64_t model_params = 0;              ///< total parameters
+  std::int32_t seq_len = 0;
+  std::int32_t micro_batch_size = 0;    ///< sequences per micro-batch
+  std::int32_t micro_batches = 0;       ///< micro-batches per rank (or per pipeline)
+  std::int64_t global_batch = 0;        ///< sequences per iteration over all ranks
+  std::string dtype;                    ///< compute dtype: bf16, fp16, fp32
+  std::string recompute;                ///< none, selective, full
+  std::string topology;                 ///< topology name
+  std::string topology_hash;            ///< Topology::content_hash()
+  std::vector<std::int32_t> placement;  ///< rank -> topology GPU index
+};
+
+struct Program {
+  Header header;
+  std::vector<std::string> streams;  ///< stream names; 0 is "compute"
+  std::vector<Communicator> communicators;
+  std::vector<Cost> costs;
+  std::vector<RankProgram> ranks;
+
+  std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }
+};
+
+/// Helpers to read an op's lists.
+std::span<const OpIndex> deps(const RankProgram& rank, const Op& op);
+std::span<const BufferId> reads(const RankProgram& rank, const Op& op);
+std::span<const BufferId> writes(const RankProgram& rank, const Op& op);
+
+// Names for text forms (canonical dump, JSON, traces). Each *_from_name returns false on unknown.
+const char* name(OpKind);
+const char* name(ComputeKind);
+const char* name(CollectiveKind);
+const char* name(BufferRole);
+const char* name(TensorKind);
+bool from_name(std::string_view, OpKind*);
+bool from_name(std::string_view, ComputeKind*);
+bool from_name(std::string_view, CollectiveKind*);
+bool from_name(std::string_view, BufferRole*);
+bool from_name(std::string_view, TensorKind*);
+
+}  // namespace tawpipe::ir
