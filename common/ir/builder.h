@@ -6,9 +6,11 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "common/ir/program.h"
@@ -60,8 +62,28 @@ class ProgramBuilder {
   Program finish() &&;
 
  private:
+  /// Strict weak order on Cost (lexicographic over its fields) for deduplication.
+  struct CostLess {
+    bool operator()(const Cost& a, const Cost& b) const;
+  };
+  /// Per-rank bookkeeping for the builder's asserts.
+  struct RankState {
+    std::unordered_set<std::string> buffer_names;
+    std::unordered_set<std::int32_t> closed_groups;  ///< groups this rank has moved past
+    std::int32_t open_group = kNone;                 ///< group of the rank's last op
+  };
+
+  void check_rank(Rank rank) const;
+  void check_buffer(Rank rank, BufferId buffer) const;
+  /// Appends an op with its lists to `rank`'s pools; asserts on bad ids and group misuse.
+  OpIndex push(Rank rank, Op op, std::span<const BufferId> reads, std::span<const BufferId> writes,
+               std::span<const OpIndex> deps);
+
   Program program_;
   std::int32_t next_group_ = 0;
+  std::map<std::vector<Rank>, CommId> comm_index_;
+  std::map<Cost, CostId, CostLess> cost_index_;
+  std::vector<RankState> state_;
 };
 
 }  // namespace tawpipe::ir

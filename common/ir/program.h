@@ -37,6 +37,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/units.h"
@@ -127,6 +128,7 @@ struct Cost {
 struct Communicator {
   std::string name;           ///< e.g. "world", "node1", "rail3", "pair0-8"
   std::vector<Rank> members;  ///< ordered; a member's index is its position
+  friend bool operator==(const Communicator&, const Communicator&) = default;
 };
 
 struct Buffer {
@@ -135,6 +137,7 @@ struct Buffer {
   BufferRole role = BufferRole::workspace;
   bool persistent = true;  ///< false: dead until an alloc op, dead again after a free op
   TensorRef initial;       ///< content at program start (persistent buffers)
+  friend bool operator==(const Buffer&, const Buffer&) = default;
 };
 
 /// One op. Fields that do not apply to a kind hold kNone / 0. Buffer and dependency lists live in
@@ -157,6 +160,7 @@ struct Op {
   std::uint32_t buffers_offset = 0;  ///< reads then writes, in RankProgram::buffer_pool
   std::uint16_t reads_count = 0;
   std::uint16_t writes_count = 0;
+  friend bool operator==(const Op&, const Op&) = default;
 };
 // Collective `bytes`: broadcast/reduce/all_reduce: the message size; all_gather: the size of
 // the gathered (full) output; reduce_scatter: the size of the full input. Collective buffers:
@@ -169,6 +173,7 @@ struct RankProgram {
   std::vector<Op> ops;
   std::vector<OpIndex> dep_pool;
   std::vector<BufferId> buffer_pool;
+  friend bool operator==(const RankProgram&, const RankProgram&) = default;
 };
 
 /// What the program was generated from: enough to label reports and to check that a measured
@@ -189,6 +194,7 @@ struct Header {
   std::string topology;                 ///< topology name
   std::string topology_hash;            ///< Topology::content_hash()
   std::vector<std::int32_t> placement;  ///< rank -> topology GPU index
+  friend bool operator==(const Header&, const Header&) = default;
 };
 
 struct Program {
@@ -199,6 +205,8 @@ struct Program {
   std::vector<RankProgram> ranks;
 
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }
+  /// Field-by-field equality (pools included): what an exact JSON round trip preserves.
+  friend bool operator==(const Program&, const Program&) = default;
 };
 
 /// Helpers to read an op's lists.

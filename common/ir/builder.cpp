@@ -1,0 +1,247 @@
+#include "common/ir/builder.h"
+
+#include <cassert>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+namespace tawpipe::ir {
+
+bool ProgramBuilder::CostLess::operator()(const Cost& a, const Cost& b) const {
+  return std::tie(a.flops, a.bytes, a.recompute_flops, a.workspace_bytes) <
+         std::tie(b.flops, b.bytes, b.recompute_flops, b.workspace_bytes);
+}
+
+ProgramBuilder::ProgramBuilder(Header header, std::int32_t num_ranks) {
+  assert(num_ranks > 0);
+  program_.header = std::move(header);
+  program_.streams.emplace_back("compute");
+  program_.ranks.resize(static_cast<std::size_t>(num_ranks));
+  state_.resize(static_cast<std::size_t>(num_ranks));
+}
+
+StreamId ProgramBuilder::stream(std::string_view stream_name) {
+  for (std::size_t i = 0; i < program_.streams.size(); ++i) {
+    if (program_.streams[i] == stream_name) return static_cast<StreamId>(i);
+  }
+  assert(program_.streams.size() < 256 && "too many streams for StreamId");
+  program_.streams.emplace_back(stream_name);
+  return static_cast<StreamId>(program_.streams.size() - 1);
+}
+
+CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> members) {
+  assert(!members.empty());
+#ifndef NDEBUG
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    check_rank(members[i]);
+    for (std::size_t j = 0; j < i; ++j)
+      assert(members[i] != members[j] && "duplicate communicator member");
+  }
+#endif
+  auto it = comm_index_.find(members);
+  if (it != comm_index_.end()) return it->second;
+  const auto id = static_cast<CommId>(program_.communicators.size());
+  comm_index_.emplace(members, id);
+  program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
+  return id;
+}
+
+CostId ProgramBuilder::cost(const Cost& c) {
+#ifndef NDEBUG
+  for (double v : c.flops)
+    assert(std::isfinite(v) && v >= 0.0);
+  for (double v : c.bytes)
+    assert(std::isfinite(v) && v >= 0.0);
+  assert(std::isfinite(c.recompute_flops) && c.recompute_flops >= 0.0);
+#endif
+  auto it = cost_index_.find(c);
+  if (it != cost_index_.end()) return it->second;
+  const auto id = static_cast<CostId>(program_.costs.size());
+  cost_index_.emplace(c, id);
+  program_.costs.push_back(c);
+  return id;
+}
+
+std::int32_t ProgramBuilder::new_group() {
+  return next_group_++;
+}
+
+void ProgramBuilder::check_rank([[maybe_unused]] Rank rank) const {
+  assert(rank >= 0 && rank < program_.num_ranks() && "rank out of range");
+}
+
+void ProgramBuilder::check_buffer([[maybe_unused]] Rank rank,
+                                  [[maybe_unused]] BufferId buffer) const {
+  check_rank(rank);
+  assert(buffer >= 0 &&
+         static_cast<std::size_t>(buffer) <
+             program_.ranks[static_cast<std::size_t>(rank)].buffers.size() &&
+         "buffer id out of range");
+}
+
+BufferId ProgramBuilder::buffer(Rank rank, std::string buffer_name, Bytes size, BufferRole role,
+                                bool persistent, TensorRef initial) {
+  check_rank(rank);
+  auto& r = program_.ranks[static_cast<std::size_t>(rank)];
+  [[maybe_unused]] const bool inserted =
+      state_[static_cast<std::size_t>(rank)].buffer_names.insert(buffer_name).second;
+  assert(inserted && "buffer name not unique on this rank");
+  r.buffers.push_back(Buffer{std::move(buffer_name), size, role, persistent, initial});
+  return static_cast<BufferId>(r.buffers.size() - 1);
+}
+
+OpIndex ProgramBuilder::push(Rank rank, Op op, std::span<const BufferId> op_reads,
+                             std::span<const BufferId> op_writes,
+                             std::span<const OpIndex> op_deps) {
+  check_rank(rank);
+  assert(op.stream < program_.streams.size() && "unknown stream");
+  auto& r = program_.ranks[static_cast<std::size_t>(rank)];
+  auto& st = state_[static_cast<std::size_t>(rank)];
+  const auto index = static_cast<OpIndex>(r.ops.size());
+  for (BufferId b : op_reads)
+    check_buffer(rank, b);
+  for (BufferId b : op_writes)
+    check_buffer(rank, b);
+  for ([[maybe_unused]] OpIndex d : op_deps)
+    assert(d >= 0 && d < index && "dependency on a non-earlier op");
+  // Group ops must be consecutive in program order and on one stream.
+  if (op.group != st.open_group) {
+    if (st.open_group != kNone) st.closed_groups.insert(st.open_group);
+    assert((op.group == kNone || st.closed_groups.count(op.group) == 0) &&
+           "group ops not consecutive on this rank");
+    st.open_group = op.group;
+  } else if (op.group != kNone) {
+    [[maybe_unused]] const Op& prev = r.ops.back();
+    assert(prev.stream == op.stream && "group ops on different streams");
+  }
+  assert(op_reads.size() < 65536 && op_writes.size() < 65536);
+  op.deps_offset = static_cast<std::uint32_t>(r.dep_pool.size());
+  op.deps_count = static_cast<std::uint32_t>(op_deps.size());
+  r.dep_pool.insert(r.dep_pool.end(), op_deps.begin(), op_deps.end());
+  op.buffers_offset = static_cast<std::uint32_t>(r.buffer_pool.size());
+  op.reads_count = static_cast<std::uint16_t>(op_reads.size());
+  op.writes_count = static_cast<std::uint16_t>(op_writes.size());
+  r.buffer_pool.insert(r.buffer_pool.end(), op_reads.begin(), op_reads.end());
+  r.buffer_pool.insert(r.buffer_pool.end(), op_writes.begin(), op_writes.end());
+  r.ops.push_back(op);
+  return index;
+}
+
+OpIndex ProgramBuilder::compute(Rank rank, StreamId stream_id, ComputeKind kind,
+                                std::int32_t layer_begin, std::int32_t layer_end,
+                                std::int32_t sample, CostId cost_id,
+                                std::initializer_list<BufferId> op_reads,
+                                std::initializer_list<BufferId> op_writes,
+                                std::span<const OpIndex> op_deps) {
+  assert(cost_id == kNone ||
+         (cost_id >= 0 && static_cast<std::size_t>(cost_id) < program_.costs.size()));
+  Op op;
+  op.kind = OpKind::compute;
+  op.stream = stream_id;
+  op.compute = kind;
+  op.layer_begin = layer_begin;
+  op.layer_end = layer_end;
+  op.sample = sample;
+  op.cost = cost_id;
+  return push(rank, op, std::span<const BufferId>(op_reads.begin(), op_reads.size()),
+              std::span<const BufferId>(op_writes.begin(), op_writes.size()), op_deps);
+}
+
+OpIndex ProgramBuilder::send(Rank rank, StreamId stream_id, Rank peer, CommId comm, Bytes bytes,
+                             BufferId buf, std::span<const OpIndex> op_deps, std::int32_t group) {
+  check_rank(peer);
+  assert(peer != rank && "send to self");
+  assert(comm >= 0 && static_cast<std::size_t>(comm) < program_.communicators.size());
+  Op op;
+  op.kind = OpKind::send;
+  op.stream = stream_id;
+  op.group = group;
+  op.peer = peer;
+  op.comm = comm;
+  op.bytes = bytes.count();
+  const BufferId list[] = {buf};
+  return push(rank, op, list, {}, op_deps);
+}
+
+OpIndex ProgramBuilder::recv(Rank rank, StreamId stream_id, Rank peer, CommId comm, Bytes bytes,
+                             BufferId buf, std::span<const OpIndex> op_deps, std::int32_t group) {
+  check_rank(peer);
+  assert(peer != rank && "recv from self");
+  assert(comm >= 0 && static_cast<std::size_t>(comm) < program_.communicators.size());
+  Op op;
+  op.kind = OpKind::recv;
+  op.stream = stream_id;
+  op.group = group;
+  op.peer = peer;
+  op.comm = comm;
+  op.bytes = bytes.count();
+  const BufferId list[] = {buf};
+  return push(rank, op, {}, list, op_deps);
+}
+
+OpIndex ProgramBuilder::collective(Rank rank, StreamId stream_id, CollectiveKind kind, CommId comm,
+                                   Rank root, Bytes bytes, BufferId send_buffer,
+                                   BufferId recv_buffer, std::span<const OpIndex> op_deps) {
+  assert(comm >= 0 && static_cast<std::size_t>(comm) < program_.communicators.size());
+  if (kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce) {
+    check_rank(root);
+  } else {
+    assert(root == kNone && "root given for a rootless collective");
+  }
+  Op op;
+  op.kind = OpKind::collective;
+  op.stream = stream_id;
+  op.collective = kind;
+  op.peer = root;
+  op.comm = comm;
+  op.bytes = bytes.count();
+  const BufferId r[] = {send_buffer};
+  const BufferId w[] = {recv_buffer};
+  return push(rank, op, r, w, op_deps);
+}
+
+OpIndex ProgramBuilder::copy(Rank rank, StreamId stream_id, BufferId src, BufferId dst, Bytes bytes,
+                             std::span<const OpIndex> op_deps) {
+  Op op;
+  op.kind = OpKind::copy;
+  op.stream = stream_id;
+  op.bytes = bytes.count();
+  const BufferId r[] = {src};
+  const BufferId w[] = {dst};
+  return push(rank, op, r, w, op_deps);
+}
+
+OpIndex ProgramBuilder::alloc(Rank rank, StreamId stream_id, BufferId buf,
+                              std::span<const OpIndex> op_deps) {
+  Op op;
+  op.kind = OpKind::alloc;
+  op.stream = stream_id;
+  const BufferId w[] = {buf};
+  return push(rank, op, {}, w, op_deps);
+}
+
+OpIndex ProgramBuilder::free(Rank rank, StreamId stream_id, BufferId buf,
+                             std::span<const OpIndex> op_deps) {
+  Op op;
+  op.kind = OpKind::free;
+  op.stream = stream_id;
+  const BufferId w[] = {buf};
+  return push(rank, op, {}, w, op_deps);
+}
+
+OpIndex ProgramBuilder::next_op(Rank rank) const {
+  check_rank(rank);
+  return static_cast<OpIndex>(program_.ranks[static_cast<std::size_t>(rank)].ops.size());
+}
+
+Program ProgramBuilder::finish() && {
+  Program out = std::move(program_);
+  program_ = Program{};
+  next_group_ = 0;
+  comm_index_.clear();
+  cost_index_.clear();
+  state_.clear();
+  return out;
+}
+
+}  // namespace tawpipe::ir
