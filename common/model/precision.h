@@ -1,0 +1,49 @@
+/// \file
+/// Numeric precision and activation-recomputation policy: the two small vocabularies shared by
+/// the cost formulas (`cost.h`) and the training configuration (`train_config.h`).
+///
+/// Text forms (CLI, YAML, reports) are lower case: `bf16`, `fp16`, `fp32`; `none`, `selective`,
+/// `full`. Parsing is case-sensitive and rejects anything else with a "did you mean".
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace tawpipe::model {
+
+/// A floating-point storage/compute type.
+enum class DType { kBf16, kFp16, kFp32 };
+
+/// Width of one element in bytes: 2 for bf16 and fp16, 4 for fp32.
+std::int64_t dtype_bytes(DType dtype);
+
+/// `bf16`, `fp16` or `fp32`.
+std::string_view to_string(DType dtype);
+
+/// Parses `bf16`, `fp16` or `fp32`. Errors carry only a message ("unknown dtype 'bf61' (did you
+/// mean 'bf16'?); known: bf16, fp16, fp32"); the caller adds file/line/key.
+Expected<DType> parse_dtype(std::string_view text);
+
+/// How activations are kept between a layer's forward and its backward.
+enum class RecomputePolicy {
+  /// Every intermediate tensor is kept, including the attention-score matrix of eager (non-fused)
+  /// attention.
+  kNone,
+  /// Megatron-LM "selective" recompute (Korthikanti et al. 2022): the attention core (scores,
+  /// softmax) is recomputed in backward, everything else is kept. FlashAttention always works this
+  /// way, so with FlashAttention `kNone` and `kSelective` cost the same memory.
+  kSelective,
+  /// Full activation checkpointing at layer (or shard) boundaries: only the layer input is kept;
+  /// the whole layer forward is re-run before its backward.
+  kFull,
+};
+
+/// `none`, `selective` or `full`.
+std::string_view to_string(RecomputePolicy policy);
+
+/// Parses `none`, `selective` or `full`, with a "did you mean" on error (message only).
+Expected<RecomputePolicy> parse_recompute(std::string_view text);
+
+}  // namespace tawpipe::model
