@@ -30,6 +30,37 @@
 ///    (layer_begin == layers means the output of the last decoder layer, entering the head);
 ///  - the activation gradient at that boundary.
 /// `sample` identifies a micro-batch globally (unique over ranks and data-parallel replicas).
+///
+/// Exact content rules (the verifier's symbolic dataflow, verifier.h; generators must follow them):
+///  - The embedding block is TensorRef{weights|gradient, layer_begin = -1, layer_end = 0}; it is
+///    never merged with decoder layers. Compute ops embedding_forward / head / embedding_backward
+///    have layer_begin = kEmbeddingLayer and layer_end = 0; an optimizer for the embedding block
+///    too. Decoder blocks are [b, e) with 0 <= b < e <= layers.
+///  - A compute op finds its operands by buffer *role*: weights, weight_staging, master_weights
+///    are weight operands; activation / activation_grad are activation (gradient) operands;
+///    gradient, gradient_staging are gradient operands; workspace and optimizer_state are not
+///    checked. forward/backward/head/embedding_forward read exactly one weight operand, holding
+///    the whole (pieces = 1) weights of exactly the op's block.
+///  - A freshly allocated buffer (alloc) is empty (kind none = zero). Compute ALWAYS
+///    accumulates into gradient operands (like PyTorch's .grad): backward over [a, b) for sample
+///    s adds the contributions (s, l) for l in [a, b); head adds (s, embedding, head);
+///    embedding_backward adds (s, embedding, embed). The target must be empty or already hold a
+///    gradient of exactly the same block. To reuse a gradient buffer for another block or
+///    another partial sum, free and re-alloc it.
+///  - recv, copy and every collective OVERWRITE their receive buffer: broadcast: every member's
+///    recv = root's send; reduce: root's recv = sum of all members' sends (non-roots' recv is
+///    untouched); all_reduce: every member's recv = the sum; reduce_scatter over m members:
+///    member i's recv = piece i of m of the sum (a piece p of n split again gives piece p*m+i of
+///    n*m); all_gather: member i's send must hold piece i of m (or p*m+i of n*m) of the same
+///    tensor, every recv = the whole (or piece p of n). Sums need gradient (or empty) contents of
+///    the same block and piece. accumulate: writes[0] += reads[0] (same block and piece, or
+///    writes[0] empty).
+///  - The complete gradient of a block is the sum over ALL samples of the program (the samples
+///    of its embedding_forward ops, all data-parallel replicas included), each exactly once.
+///    optimizer over block B reads one gradient operand that must hold the complete gradient of
+///    B (or a piece p of n of it) and writes weight operands holding weights(B) (same piece).
+///    Every `weights`-role buffer whose initial content is weights must be updated by exactly
+///    one optimizer op.
 #pragma once
 
 #include <array>
