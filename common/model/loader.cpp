@@ -233,8 +233,17 @@ Expected<ModelConfig> parse_document(const YAML::Node& root, const std::string& 
     }
   }
   if (Status s = validate(cfg); !s.ok()) {
-    // Point at the offending key's value when the file gave it, else at the map.
-    const auto it = seen.find(s.error().key_path);
+    // Point at the offending key's value when the file gave it, else at the key it depends on
+    // (a derived or missing field), else at the map.
+    static const std::map<std::string, std::string> kDependsOn = {
+        {"max_seq_len", "position"}, {"ffn", "hidden"},   {"kv_heads", "heads"},
+        {"head_dim", "heads"},       {"heads", "hidden"},
+    };
+    auto it = seen.find(s.error().key_path);
+    if (it == seen.end()) {
+      const auto dep = kDependsOn.find(s.error().key_path);
+      if (dep != kDependsOn.end()) it = seen.find(dep->second);
+    }
     return located(s.error(), file, it != seen.end() ? it->second : root.Mark(), "");
   }
   return cfg;

@@ -1,0 +1,183 @@
+// FLOP and byte formulas: each expected value is derived in the comment above its assertion.
+#include <gtest/gtest.h>
+
+#include "common/model/cost.h"
+#include "common/model/presets.h"
+
+namespace tawpipe::model {
+namespace {
+
+ModelConfig get(std::string_view name) {
+  return *preset(name);
+}
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+TEST(OpCost, AddsAndScales) {
+  const OpCost a{1, 2, 3, 4, 5, 6};
+  const OpCost b{10, 20, 30, 40, 50, 60};
+  EXPECT_EQ(a + b, (OpCost{11, 22, 33, 44, 55, 66}));
+  EXPECT_EQ(a * 2.0, (OpCost{2, 4, 6, 8, 10, 12}));
+  EXPECT_EQ(2.0 * a, a * 2.0);
+  EXPECT_DOUBLE_EQ(a.total_flops(), 6.0);
+  EXPECT_DOUBLE_EQ(a.total_bytes(), 15.0);
+}
+
+// Forward GEMM FLOPs of one layer = 2 FLOPs per weight per token; backward twice that.
+TEST(LayerCost, GemmFlopsAreTwicePerWeightPerToken) {
+  for (const char* name : {"llama2-7b", "llama2-70b", "llama-h4096-l48", "gpt3-175b", "tiny"}) {
+    const ModelConfig cfg = get(name);
+    const MicroBatchShape shape{2, 1024, 2};
+    const OpCost fwd = layer_forward_cost(cfg, shape);
+    const OpCost bwd = layer_backward_cost(cfg, shape);
+    EXPECT_DOUBLE_EQ(fwd.gemm_flops, 2.0 * 2048.0 * d(layer_gemm_params(cfg))) << name;
+    EXPECT_DOUBLE_EQ(bwd.gemm_flops, 2.0 * fwd.gemm_flops) << name;
+    EXPECT_DOUBLE_EQ(bwd.gemm_bytes, 2.0 * fwd.gemm_bytes) << name;
+    EXPECT_DOUBLE_EQ(bwd.attention_flops, 2.5 * fwd.attention_flops) << name;
+    EXPECT_GT(fwd.elementwise_flops, 0.0);
+    EXPECT_GT(bwd.elementwise_bytes, fwd.elementwise_bytes);
+  }
+}
+
+// Causal attention forward: 4*s^2*d_head*heads per sequence, halved. For the H = 4096 paper
+// model at s = 16384, b = 1: 4 * 16384^2 * 128 * 32 / 2 = 2.199e12 FLOPs.
+TEST(LayerCost, CausalAttentionFlops) {
+  const ModelConfig cfg = get("llama-h4096-l48");
+  const OpCost fwd = layer_forward_cost(cfg, {1, 16384, 2});
+  EXPECT_DOUBLE_EQ(fwd.attention_flops, 4.0 * 16384.0 * 16384.0 * 128.0 * 32.0 / 2.0);
+  // Linear in the batch, quadratic in the sequence.
+  EXPECT_DOUBLE_EQ(layer_forward_cost(cfg, {3, 8192, 2}).attention_flops,
+                   3.0 * fwd.attention_flops / 4.0);
+}
+
+// GEMM traffic of one layer: per GEMM (T x in) . (in x out): p * (T*in + in*out + T*out).
+// tiny: H = 64, F = 192, 4 heads of 16 (no GQA), T = 64, p = 4:
+//   Q, K, V, O: 4 * (64*64 + 64*64 + 64*64) = 49152 elements
+//   gate, up: 2 * (64*64 + 64*192 + 64*192) = 57344; down: 64*192 + 192*64 + 64*64 = 28672
+//   total 135168 elements * 4 B = 540672 B.
+TEST(LayerCost, GemmBytesFollowTheReadOnceWriteOnceRule) {
+  const OpCost fwd = layer_forward_cost(get("tiny"), {1, 64, 4});
+  EXPECT_DOUBLE_EQ(fwd.gemm_bytes, 540672.0);
+  // Attention reads Q, K, V and writes O (4 * 64*64 * 4 B) plus fp32 LSE (64 tokens * 4 heads).
+  EXPECT_DOUBLE_EQ(fwd.attention_bytes, 4.0 * 64 * 64 * 4 + 4.0 * 64 * 4);
+}
+
+// Forward + backward of the whole model ~ 6 * P * tokens for short sequences (attention
+// negligible): exactly 6*(L*gemm_params + V*H) for the GEMMs, the embedding table being a lookup.
+TEST(ModelCost, ForwardPlusBackwardIsSixPTokensForShortSequences) {
+  const ModelConfig cfg = get("llama2-7b");
+  const MicroBatchShape shape{4, 128, 2};
+  const OpCost layer = layer_forward_cost(cfg, shape) + layer_backward_cost(cfg, shape);
+  const OpCost head = head_forward_cost(cfg, shape) + head_backward_cost(cfg, shape);
+  const OpCost all = layer * d(cfg.layers) + head;
+  const double tokens = 512.0;
+  const ParamCounts p = param_counts(cfg);
+  // Every parameter except the token-embedding table takes part in a matmul (the untied LM head
+  // included; norms are 0.001 % of the total).
+  const double matmul_params = d(p.total - p.token_embedding);
+  EXPECT_DOUBLE_EQ(all.gemm_flops,
+                   6.0 * tokens * d(cfg.layers * layer_gemm_params(cfg) + cfg.vocab * cfg.hidden));
+  const double ratio = (all.gemm_flops + all.attention_flops) / (6.0 * matmul_params * tokens);
+  EXPECT_NEAR(ratio, 1.0, 0.01);
+}
+
+// model_flops_per_token: 6*(L*gemm + V*H) dense; attention 6*L*s*H causal, 12*L*s*H full.
+TEST(ModelFlops, ConventionsAndConsistencyWithTheCosts) {
+  const ModelConfig cfg = get("llama-h4096-l48");
+  const std::int64_t s = 16384;
+  const FlopsPerToken causal = model_flops_per_token(cfg, s);
+  const FlopsPerToken full = model_flops_per_token(cfg, s, AttentionMask::kFull);
+  EXPECT_DOUBLE_EQ(causal.dense_flops, 6.0 * (48.0 * d(layer_gemm_params(cfg)) + 32000.0 * 4096.0));
+  EXPECT_DOUBLE_EQ(causal.attention_flops, 6.0 * 48.0 * 4096.0 * 16384.0);
+  EXPECT_DOUBLE_EQ(full.attention_flops, 2.0 * causal.attention_flops);
+  // The dense part equals what the cost functions count, per token.
+  const MicroBatchShape shape{1, s, 2};
+  const double gemm =
+      48.0 *
+          (layer_forward_cost(cfg, shape).gemm_flops + layer_backward_cost(cfg, shape).gemm_flops) +
+      head_forward_cost(cfg, shape).gemm_flops + head_backward_cost(cfg, shape).gemm_flops;
+  EXPECT_NEAR(gemm / d(s), causal.dense_flops, 1e-9 * causal.dense_flops);
+  // Attention forward as costed = one third of the model's (3x) attention term.
+  EXPECT_NEAR(48.0 * layer_forward_cost(cfg, shape).attention_flops / d(s),
+              causal.attention_flops / 3.0, 1e-6 * causal.attention_flops);
+}
+
+// Hardware FLOPs: none < selective < full; full recompute adds one forward (~ +1/3 of 6P for
+// short sequences), and the FlashAttention backward (2.5x) makes hardware > model even without
+// recompute.
+TEST(ModelFlops, HardwareFlopsIncludeRecompute) {
+  const ModelConfig cfg = get("llama2-7b");
+  const double model = model_flops_per_token(cfg, 4096).total_flops();
+  const double none = hardware_flops_per_token(cfg, 4096, RecomputePolicy::kNone);
+  const double selective = hardware_flops_per_token(cfg, 4096, RecomputePolicy::kSelective);
+  const double full = hardware_flops_per_token(cfg, 4096, RecomputePolicy::kFull);
+  EXPECT_GT(none, model);
+  EXPECT_LT(none, selective);
+  EXPECT_LT(selective, full);
+  const double short_seq = model_flops_per_token(cfg, 64).total_flops();
+  EXPECT_NEAR(hardware_flops_per_token(cfg, 64, RecomputePolicy::kFull) / short_seq, 4.0 / 3.0,
+              0.02);
+}
+
+TEST(Recompute, CostsOnlyWhatThePolicyReruns) {
+  const ModelConfig cfg = get("llama2-7b");
+  const MicroBatchShape shape{1, 4096, 2};
+  EXPECT_EQ(layer_recompute_cost(cfg, shape, RecomputePolicy::kNone), OpCost{});
+  EXPECT_EQ(layer_recompute_cost(cfg, shape, RecomputePolicy::kFull),
+            layer_forward_cost(cfg, shape));
+  const OpCost selective = layer_recompute_cost(cfg, shape, RecomputePolicy::kSelective);
+  EXPECT_EQ(selective.gemm_flops, 0.0);
+  EXPECT_EQ(selective.attention_flops, layer_forward_cost(cfg, shape).attention_flops);
+}
+
+// Korthikanti et al. 2022 (arXiv 2205.05198) §4.1: per layer s*b*h*(34 + 5*a*s/h) bytes with
+// 16-bit activations and dropout; selective recompute leaves 34*s*b*h. Without the two 1-byte
+// dropout masks (sbh each) and with FlashAttention's fp32 log-sum-exp (4*s*b*a):
+//   selective = 32*s*b*h + 4*s*b*a;   none = selective + 2*a*s^2*b (softmax output, 16 bit);
+//   full = 2*s*b*h (the layer input).
+TEST(Activations, GptShapeMatchesKorthikanti) {
+  const ModelConfig cfg = get("gpt3-175b");
+  const std::int64_t s = 2048, b = 2, h = 12288, a = 96;
+  const MicroBatchShape shape{b, s, 2};
+  const std::int64_t selective = 32 * s * b * h + 4 * s * b * a;
+  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective), selective);
+  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kNone),
+            selective + 2 * a * s * s * b);
+  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kFull), 2 * s * b * h);
+  EXPECT_GT(layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kFull),
+            layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kSelective));
+}
+
+// algorithms.md §5: one activation b = 1, s = 16384 in fp16 is 32 / 64 / 128 MiB for
+// H = 1024 / 2048 / 4096.
+TEST(Activations, BoundaryTensorMatchesThePaperTable) {
+  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h1024-l48"), 2) * 16384, 32 << 20);
+  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h2048-l48"), 2) * 16384, 64 << 20);
+  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h4096-l48"), 2) * 16384, 128 << 20);
+}
+
+TEST(HeadAndEmbedding, LmHeadGemmAndLookups) {
+  const ModelConfig cfg = get("llama2-7b");
+  const MicroBatchShape shape{1, 1000, 2};
+  // LM head: 2 * T * H * V.
+  EXPECT_DOUBLE_EQ(head_forward_cost(cfg, shape).gemm_flops, 2.0 * 1000 * 4096 * 32000);
+  EXPECT_DOUBLE_EQ(head_backward_cost(cfg, shape).gemm_flops, 4.0 * 1000 * 4096 * 32000);
+  // Embedding: no GEMM; reads ids (4 B) and rows, writes hidden states.
+  const OpCost emb = embedding_forward_cost(cfg, shape);
+  EXPECT_EQ(emb.gemm_flops, 0.0);
+  EXPECT_DOUBLE_EQ(emb.elementwise_bytes, 4.0 * 1000 + 2.0 * 2 * 1000 * 4096);
+  EXPECT_GT(embedding_backward_cost(cfg, shape).elementwise_bytes, emb.elementwise_bytes);
+}
+
+// AdamW: 28 B of fp32 traffic per parameter plus the fp16/bf16 weight copy; 14 FLOPs each.
+TEST(Optimizer, AdamWTraffic) {
+  const OpCost c = optimizer_step_cost(1000, 2);
+  EXPECT_DOUBLE_EQ(c.elementwise_bytes, 30.0 * 1000);
+  EXPECT_DOUBLE_EQ(c.elementwise_flops, 14.0 * 1000);
+  EXPECT_DOUBLE_EQ(optimizer_step_cost(1000, 4).elementwise_bytes, 28.0 * 1000);
+}
+
+}  // namespace
+}  // namespace tawpipe::model
