@@ -1,0 +1,382 @@
+// Topology queries and routing. The route rule is documented in topology.h; this file keeps the
+// Boost.Graph searches (Dijkstra inside a node or over the whole graph) and the route cache.
+#include "common/topology/topology.h"
+
+#include <algorithm>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "common/topology/graph_impl.h"
+
+namespace tawpipe::topo {
+
+std::string_view to_string(VertexKind kind) {
+  switch (kind) {
+    case VertexKind::gpu:
+      return "gpu";
+    case VertexKind::nvswitch:
+      return "nvswitch";
+    case VertexKind::pcie_switch:
+      return "pcie_switch";
+    case VertexKind::cpu:
+      return "cpu";
+    case VertexKind::nic:
+      return "nic";
+    case VertexKind::network_switch:
+      return "network_switch";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkClass cls) {
+  switch (cls) {
+    case LinkClass::nvlink:
+      return "nvlink";
+    case LinkClass::nvswitch:
+      return "nvswitch";
+    case LinkClass::pcie:
+      return "pcie";
+    case LinkClass::cpu_link:
+      return "cpu_link";
+    case LinkClass::shared_memory:
+      return "shared_memory";
+    case LinkClass::nic:
+      return "nic";
+    case LinkClass::network:
+      return "network";
+  }
+  return "?";
+}
+
+std::string_view to_string(IntraFabric fabric) {
+  switch (fabric) {
+    case IntraFabric::nvswitch:
+      return "nvswitch";
+    case IntraFabric::nvlink_mesh:
+      return "nvlink_mesh";
+    case IntraFabric::pcie:
+      return "pcie";
+    case IntraFabric::shared_memory:
+      return "shared_memory";
+  }
+  return "?";
+}
+
+std::string_view to_string(NetworkKind kind) {
+  switch (kind) {
+    case NetworkKind::single_switch:
+      return "single_switch";
+    case NetworkKind::fat_tree:
+      return "fat_tree";
+    case NetworkKind::rail_optimized:
+      return "rail_optimized";
+  }
+  return "?";
+}
+
+namespace detail {
+
+std::int64_t link_cost_ps(const Link& link) {
+  constexpr double kProbeBytes = 1048576.0;
+  const double rate = link.effective_bandwidth().bytes_per_second();
+  assert(rate > 0.0);
+  // Bounded by the loader's ranges: >= 1 B/s... but clamp anyway to stay in int64.
+  const double transfer_ps = std::min(kProbeBytes / rate * 1e12, 1e15);
+  return link.latency.picoseconds() + static_cast<std::int64_t>(std::llround(transfer_ps));
+}
+
+namespace {
+
+using Edge = boost::graph_traits<Graph>::edge_descriptor;
+using GVertex = boost::graph_traits<Graph>::vertex_descriptor;
+
+// Keeps the vertices in [lo, hi) (one node's vertices), or all when hi == lo == 0... (unused).
+struct InRange {
+  std::size_t lo = 0;
+  std::size_t hi = 0;
+  bool operator()(GVertex v) const { return v >= lo && v < hi; }
+};
+
+// Dijkstra from `root` over the vertices [lo, hi); returns for each vertex of the range the
+// entering link (or -1).
+std::vector<LinkId> dijkstra_preds(const TopologyData& d, VertexId root, VertexId lo, VertexId hi) {
+  const auto n = boost::num_vertices(d.graph);
+  std::vector<GVertex> pred(n);
+  std::vector<std::int64_t> dist(n, std::numeric_limits<std::int64_t>::max());
+  const auto weight = boost::get(&EdgeProps::cost_ps, d.graph);
+  const InRange keep{static_cast<std::size_t>(lo), static_cast<std::size_t>(hi)};
+  boost::filtered_graph<Graph, boost::keep_all, InRange> g(d.graph, boost::keep_all(), keep);
+  boost::dijkstra_shortest_paths(
+      g, static_cast<GVertex>(root),
+      boost::predecessor_map(
+          boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
+          .distance_map(
+              boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
+          .weight_map(weight));
+  // Translate predecessor vertices into the entering link: among parallel edges pred -> v,
+  // the cheapest with the lowest link id (deterministic).
+  std::vector<LinkId> out(static_cast<std::size_t>(hi - lo), -1);
+  for (VertexId v = lo; v < hi; ++v) {
+    const auto gv = static_cast<GVertex>(v);
+    if (v == root || pred[gv] == gv) continue;
+    LinkId best = -1;
+    std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
+    for (auto [it, end] = boost::in_edges(gv, d.graph); it != end; ++it) {
+      if (boost::source(*it, d.graph) != pred[gv]) continue;
+      const EdgeProps& e = d.graph[*it];
+      if (e.cost_ps < best_cost || (e.cost_ps == best_cost && e.link < best)) {
+        best = e.link;
+        best_cost = e.cost_ps;
+      }
+    }
+    out[static_cast<std::size_t>(v - lo)] = best;
+  }
+  return out;
+}
+
+const LocalTree& local_tree(const TopologyData& d, VertexId root) {
+  const auto idx = static_cast<std::size_t>(root);
+  std::call_once(d.cache->tree_once[idx], [&] {
+    const Vertex& rv = d.vertices[idx];
+    VertexId lo = 0;
+    auto hi = static_cast<VertexId>(d.vertices.size());
+    if (rv.node >= 0) {
+      lo = d.nodes[static_cast<std::size_t>(rv.node)].first_vertex;
+      hi = d.nodes[static_cast<std::size_t>(rv.node)].end_vertex;
+    }
+    auto tree = std::make_unique<LocalTree>();
+    tree->root = root;
+    tree->first_vertex = lo;
+    tree->pred = dijkstra_preds(d, root, lo, hi);
+    d.cache->trees[idx] = std::move(tree);
+  });
+  return *d.cache->trees[idx];
+}
+
+// Appends the tree path root -> target; false when target is unreachable in the tree.
+bool append_tree_path(const TopologyData& d, const LocalTree& tree, VertexId target,
+                      std::vector<LinkId>& out) {
+  const std::size_t start = out.size();
+  VertexId v = target;
+  int guard = 0;
+  while (v != tree.root) {
+    const auto rel = v - tree.first_vertex;
+    if (rel < 0 || static_cast<std::size_t>(rel) >= tree.pred.size()) return false;
+    const LinkId l = tree.pred[static_cast<std::size_t>(rel)];
+    if (l < 0 || ++guard > static_cast<int>(tree.pred.size())) {
+      out.resize(start);
+      return false;
+    }
+    out.push_back(l);
+    v = d.links[static_cast<std::size_t>(l)].src;
+  }
+  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+  return true;
+}
+
+// NIC -> NIC through the network switches (structural, D-mod-k spine choice); false when the
+// fabric has no such path.
+bool append_network_path(const TopologyData& d, VertexId nic_a, VertexId nic_b,
+                         std::vector<LinkId>& out) {
+  const NetInfo& net = d.net;
+  const int a = net.nic_ordinal_of_vertex[static_cast<std::size_t>(nic_a)];
+  const int b = net.nic_ordinal_of_vertex[static_cast<std::size_t>(nic_b)];
+  assert(a >= 0 && b >= 0);
+  const int leaf_a = net.leaf_of_nic[static_cast<std::size_t>(a)];
+  const int leaf_b = net.leaf_of_nic[static_cast<std::size_t>(b)];
+  if (leaf_a < 0 || leaf_b < 0) return false;
+  out.push_back(net.nic_up[static_cast<std::size_t>(a)]);
+  if (leaf_a != leaf_b) {
+    if (net.spines.empty()) {
+      out.pop_back();
+      return false;
+    }
+    const auto spine = static_cast<std::size_t>(b) % net.spines.size();
+    out.push_back(net.leaf_up[static_cast<std::size_t>(leaf_a)][spine]);
+    out.push_back(net.leaf_up[static_cast<std::size_t>(leaf_b)][spine] ^ 1);
+  }
+  out.push_back(net.nic_up[static_cast<std::size_t>(b)] ^ 1);
+  return true;
+}
+
+void compute_routes(const TopologyData& d, GpuId src, SourceRoutes& r) {
+  const auto num_gpus = d.gpus.size();
+  r.offset.assign(num_gpus + 1, 0);
+  const GpuInfo& s = d.gpus[static_cast<std::size_t>(src)];
+  const LocalTree& own = local_tree(d, s.vertex);
+  std::vector<LinkId> up;  // src -> its NIC
+  const bool have_up = s.nic != kNoVertex && append_tree_path(d, own, s.nic, up);
+  for (std::size_t dst = 0; dst < num_gpus; ++dst) {
+    r.offset[dst] = static_cast<std::uint32_t>(r.links.size());
+    if (static_cast<GpuId>(dst) == src) continue;
+    const GpuInfo& t = d.gpus[dst];
+    bool ok = false;
+    const std::size_t start = r.links.size();
+    if (t.node == s.node) {
+      ok = append_tree_path(d, own, t.vertex, r.links);
+    } else if (have_up && t.nic != kNoVertex) {
+      r.links.insert(r.links.end(), up.begin(), up.end());
+      ok = append_network_path(d, s.nic, t.nic, r.links) &&
+           append_tree_path(d, local_tree(d, t.nic), t.vertex, r.links);
+    }
+    if (!ok) {
+      // Fallback: fastest path in the whole graph (rail fabrics without spines, odd trees).
+      r.links.resize(start);
+      const auto pred = dijkstra_preds(d, s.vertex, 0, static_cast<VertexId>(d.vertices.size()));
+      const LocalTree whole{s.vertex, 0, pred};
+      [[maybe_unused]] const bool found = append_tree_path(d, whole, t.vertex, r.links);
+      assert(found && "the loader guarantees every GPU reaches every other");
+    }
+  }
+  r.offset[num_gpus] = static_cast<std::uint32_t>(r.links.size());
+}
+
+}  // namespace
+}  // namespace detail
+
+Topology::Topology(std::shared_ptr<const detail::TopologyData> data) : data_(std::move(data)) {
+  assert(data_ != nullptr);
+}
+
+const std::string& Topology::name() const {
+  return data_->spec.name;
+}
+const std::string& Topology::description() const {
+  return data_->spec.description;
+}
+const std::string& Topology::source() const {
+  return data_->source;
+}
+const std::string& Topology::content_hash() const {
+  return data_->hash;
+}
+int Topology::num_gpus() const {
+  return static_cast<int>(data_->gpus.size());
+}
+int Topology::num_nodes() const {
+  return static_cast<int>(data_->nodes.size());
+}
+
+NodeId Topology::node_of(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_->gpus[static_cast<std::size_t>(gpu)].node;
+}
+
+std::span<const GpuId> Topology::gpus_of_node(NodeId node) const {
+  assert(node >= 0 && node < num_nodes());
+  return data_->nodes[static_cast<std::size_t>(node)].gpus;
+}
+
+int Topology::local_index(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_->gpus[static_cast<std::size_t>(gpu)].local;
+}
+
+int Topology::rail_of(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_->gpus[static_cast<std::size_t>(gpu)].rail;
+}
+
+GpuId Topology::gpu_at(NodeId node, int local) const {
+  const auto gpus = gpus_of_node(node);
+  assert(local >= 0 && static_cast<std::size_t>(local) < gpus.size());
+  return gpus[static_cast<std::size_t>(local)];
+}
+
+const std::string& Topology::template_of(NodeId node) const {
+  assert(node >= 0 && node < num_nodes());
+  const auto t = data_->nodes[static_cast<std::size_t>(node)].template_index;
+  return data_->spec.templates[static_cast<std::size_t>(t)].id;
+}
+
+const std::string& Topology::group_of(NodeId node) const {
+  assert(node >= 0 && node < num_nodes());
+  const auto g = data_->nodes[static_cast<std::size_t>(node)].group_index;
+  return data_->spec.groups[static_cast<std::size_t>(g)].name;
+}
+
+IntraFabric Topology::fabric_of(NodeId node) const {
+  assert(node >= 0 && node < num_nodes());
+  const auto t = data_->nodes[static_cast<std::size_t>(node)].template_index;
+  return data_->spec.templates[static_cast<std::size_t>(t)].fabric;
+}
+
+NetworkKind Topology::network_kind() const {
+  return data_->spec.network ? data_->spec.network->kind : NetworkKind::single_switch;
+}
+
+const DeviceKind& Topology::device(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_
+      ->devices[static_cast<std::size_t>(data_->gpus[static_cast<std::size_t>(gpu)].device)];
+}
+
+const std::vector<DeviceKind>& Topology::device_kinds() const {
+  return data_->devices;
+}
+
+VertexId Topology::gpu_vertex(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_->gpus[static_cast<std::size_t>(gpu)].vertex;
+}
+
+VertexId Topology::nic_of(GpuId gpu) const {
+  assert(gpu >= 0 && gpu < num_gpus());
+  return data_->gpus[static_cast<std::size_t>(gpu)].nic;
+}
+
+std::span<const VertexId> Topology::nics_of_node(NodeId node) const {
+  assert(node >= 0 && node < num_nodes());
+  return data_->nodes[static_cast<std::size_t>(node)].nics;
+}
+
+const std::vector<Vertex>& Topology::vertices() const {
+  return data_->vertices;
+}
+const std::vector<Link>& Topology::links() const {
+  return data_->links;
+}
+
+const Vertex& Topology::vertex(VertexId id) const {
+  assert(id >= 0 && static_cast<std::size_t>(id) < data_->vertices.size());
+  return data_->vertices[static_cast<std::size_t>(id)];
+}
+
+const Link& Topology::link(LinkId id) const {
+  assert(id >= 0 && static_cast<std::size_t>(id) < data_->links.size());
+  return data_->links[static_cast<std::size_t>(id)];
+}
+
+std::span<const LinkId> Topology::route(GpuId src, GpuId dst) const {
+  assert(src >= 0 && src < num_gpus() && dst >= 0 && dst < num_gpus());
+  const auto s = static_cast<std::size_t>(src);
+  const detail::TopologyData& d = *data_;
+  std::call_once(d.cache->routes_once[s], [&] {
+    auto r = std::make_unique<detail::SourceRoutes>();
+    detail::compute_routes(d, src, *r);
+    d.cache->routes[s] = std::move(r);
+  });
+  const detail::SourceRoutes& r = *d.cache->routes[s];
+  const auto t = static_cast<std::size_t>(dst);
+  return std::span<const LinkId>(r.links).subspan(r.offset[t], r.offset[t + 1] - r.offset[t]);
+}
+
+Bandwidth Topology::bottleneck(std::span<const LinkId> route) const {
+  assert(!route.empty());
+  Bandwidth best = link(route.front()).effective_bandwidth();
+  for (const LinkId l : route)
+    best = std::min(best, link(l).effective_bandwidth());
+  return best;
+}
+
+SimTime Topology::route_latency(std::span<const LinkId> route) const {
+  SimTime total;
+  for (const LinkId l : route)
+    total += link(l).latency;
+  return total;
+}
+
+}  // namespace tawpipe::topo
