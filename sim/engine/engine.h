@@ -1,0 +1,90 @@
+/// \file
+/// The discrete-event engine: a clock, an `EventQueue`, and a table of handlers.
+///
+/// Subsystems (network model, compute model, program executor) each register one handler and
+/// schedule plain `Event` values addressed to it; the engine pops events in (time, sequence)
+/// order, advances the clock and calls the addressed handler. Adding a subsystem is one
+/// `add_handler` call, never an edit to a central enum or switch.
+///
+/// An `Engine` owns all of its state: there are no globals or singletons, so independent
+/// simulations may run concurrently in different threads (each engine on one thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/units.h"
+#include "sim/engine/event_queue.h"
+
+namespace tawpipe::sim {
+
+/// A simulation clock driving registered handlers from an event queue.
+class Engine {
+ public:
+  /// Receives the events addressed to it. Called with the clock already set to the event's
+  /// time; it may schedule (at `now()` or later) and cancel events, and call `stop()`.
+  using Handler = std::function<void(const Event&)>;
+
+  Engine() = default;
+  // Handlers usually capture `this` of their owner and the owner keeps a reference to the
+  // engine; moving the engine would silently break that link.
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Registers `handler` and returns the id to put in `Event::handler`. Handlers live as long as
+  /// the engine. Preconditions: `handler` is non-empty; not called from inside a handler.
+  HandlerId add_handler(Handler handler);
+
+  /// Current simulated time: the time of the event being (or last) handled, or the limit
+  /// reached by `run_until`. Starts at zero.
+  SimTime now() const { return now_; }
+
+  /// Schedules `event` at absolute `time`. Precondition: `time >= now()` and `event.handler` was
+  /// returned by `add_handler`. Events at equal times fire in the order they were scheduled.
+  EventHandle schedule_at(SimTime time, const Event& event);
+
+  /// Schedules `event` at `now() + delay`. Precondition: `delay >= 0`.
+  EventHandle schedule_after(SimTime delay, const Event& event) {
+    return schedule_at(now_ + delay, event);
+  }
+
+  /// Cancels a pending event; false if it already fired or was cancelled (see EventQueue).
+  bool cancel(EventHandle handle) { return queue_.cancel(handle); }
+
+  /// True if `handle` names an event that has neither fired nor been cancelled.
+  bool is_pending(EventHandle handle) const { return queue_.is_pending(handle); }
+
+  /// Handles events until the queue is empty or a handler calls `stop()`. Returns the number
+  /// of events handled by this call.
+  std::uint64_t run();
+
+  /// Handles every event with time <= `limit` (unless a handler calls `stop()`), then sets the
+  /// clock to `limit` if it stopped for lack of earlier events. Precondition: `limit >= now()`.
+  /// Returns the number of events handled by this call.
+  std::uint64_t run_until(SimTime limit);
+
+  /// Makes the running `run`/`run_until` return after the current handler, leaving the clock at
+  /// that event's time. Pending events stay queued; a later `run` resumes with them. Has no
+  /// effect outside a run (each run starts afresh).
+  void stop() { stop_requested_ = true; }
+
+  /// Number of pending events.
+  std::size_t pending() const { return queue_.size(); }
+
+  /// Events handled since construction, over all `run` calls.
+  std::uint64_t events_processed() const { return events_processed_; }
+
+ private:
+  std::uint64_t run_loop(SimTime limit);
+
+  EventQueue queue_;
+  std::vector<Handler> handlers_;
+  SimTime now_;
+  std::uint64_t events_processed_ = 0;
+  bool stop_requested_ = false;
+  bool running_ = false;
+};
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,118 @@
+/// \file
+/// The simulator's pending-event set: a binary min-heap ordered by (time, sequence).
+///
+/// Why this shape:
+///  - Simulated time is an integer (`SimTime`, picoseconds), so ordering never depends on
+///    floating-point rounding.
+///  - Every push takes the next value of a per-queue sequence counter; events at the same time
+///    therefore pop in insertion order (FIFO). The order is a pure function of the calls made,
+///    which is what makes two runs of one simulation byte-identical.
+///  - The payload is a 16-byte POD (`Event`), stored inline in the heap: scheduling an event
+///    never allocates once the heap's vector has grown to its working size.
+///  - Flow completion events are rescheduled whenever the max-min solver changes a rate, so
+///    cancellation must be cheap. It is lazy: `cancel()` bumps the generation of the event's
+///    slot in O(1); the stale heap entry is dropped when it reaches the top, and the heap is
+///    compacted when stale entries outnumber live ones, so memory stays O(live events).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "common/units.h"
+
+namespace tawpipe::sim {
+
+/// Index of a handler registered with an `Engine` (see engine.h).
+using HandlerId = std::uint32_t;
+
+/// What happens when an event fires: which handler receives it, plus two words that only that
+/// handler interprets (typically an event kind and the index of a flow, op or rank). Being a
+/// plain value keeps the queue allocation-free and the handlers free of pointers into it.
+struct Event {
+  HandlerId handler = 0;   ///< receiver, an id returned by `Engine::add_handler`
+  std::uint32_t kind = 0;  ///< handler-defined discriminator
+  std::uint64_t data = 0;  ///< handler-defined payload (an index, an id, ...)
+
+  friend constexpr bool operator==(const Event&, const Event&) = default;
+};
+
+/// Names one scheduled event so that it can be cancelled. Default-constructed handles name no
+/// event. A handle stays safe to use after its event fired or was cancelled: it then simply
+/// no longer refers to a pending event (generation check), even if its slot has been reused.
+struct EventHandle {
+  static constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
+  std::uint32_t slot = kNoSlot;
+  std::uint32_t generation = 0;
+
+  /// True if this handle was returned by a push (it may since have fired or been cancelled).
+  constexpr bool valid() const { return slot != kNoSlot; }
+  friend constexpr bool operator==(const EventHandle&, const EventHandle&) = default;
+};
+
+/// An event as popped from the queue: when, in which order it was pushed, and what.
+struct ScheduledEvent {
+  SimTime time;
+  std::uint64_t sequence = 0;  ///< unique per queue, increasing with each push
+  Event event;
+};
+
+/// Pending events in (time, sequence) order. Not thread-safe; one per simulation.
+class EventQueue {
+ public:
+  /// Schedules `event` at absolute `time` and returns a handle for `cancel`. O(log n).
+  EventHandle push(SimTime time, const Event& event);
+
+  /// Cancels the pending event named by `handle`. Returns false, and does nothing, if the event
+  /// already fired, was already cancelled, or the handle is default-constructed. O(1).
+  bool cancel(EventHandle handle);
+
+  /// True if `handle` names an event that is still pending.
+  bool is_pending(EventHandle handle) const;
+
+  /// Number of pending (not cancelled) events.
+  std::size_t size() const { return live_; }
+  bool empty() const { return live_ == 0; }
+
+  /// Time of the earliest pending event. Precondition: `!empty()`. Discards cancelled entries
+  /// at the top, hence not const. Amortised O(1) plus the deferred cost of cancellations.
+  SimTime next_time();
+
+  /// Removes and returns the earliest pending event. Precondition: `!empty()`. O(log n).
+  ScheduledEvent pop();
+
+  /// Drops every pending event; outstanding handles become non-pending. Sequence numbers keep
+  /// increasing so that a cleared queue still orders new ties by insertion.
+  void clear();
+
+  /// Total number of pushes so far (the next sequence number).
+  std::uint64_t pushed() const { return next_sequence_; }
+
+ private:
+  struct Entry {
+    std::int64_t time_ps;
+    std::uint64_t sequence;
+    std::uint32_t slot;
+    std::uint32_t generation;
+    Event event;
+  };
+  static bool before(const Entry& a, const Entry& b) {
+    return a.time_ps < b.time_ps || (a.time_ps == b.time_ps && a.sequence < b.sequence);
+  }
+  bool is_live(const Entry& e) const { return generations_[e.slot] == e.generation; }
+  void release_slot(std::uint32_t slot);
+  void drop_stale_top();
+  void remove_top();
+  void sift_up(std::size_t index);
+  void sift_down(std::size_t index);
+  void compact();
+
+  std::vector<Entry> heap_;
+  std::vector<std::uint32_t> generations_;  ///< per slot; bumped when its event leaves
+  std::vector<std::uint32_t> free_slots_;
+  std::uint64_t next_sequence_ = 0;
+  std::size_t live_ = 0;
+};
+
+}  // namespace tawpipe::sim
