@@ -1,0 +1,140 @@
+// EventQueue: (time, sequence) order, FIFO ties, lazy cancellation and compaction.
+#include "sim/engine/event_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace tawpipe::sim {
+namespace {
+
+Event ev(std::uint64_t data) {
+  return Event{0, 0, data};
+}
+
+std::vector<std::uint64_t> drain(EventQueue& q) {
+  std::vector<std::uint64_t> out;
+  while (!q.empty())
+    out.push_back(q.pop().event.data);
+  return out;
+}
+
+// Pushed at times 30, 10, 20, 10, 10 (ids 0..4): pop order is by time, and the three events
+// at t=10 come out in insertion order 1, 3, 4.
+TEST(EventQueue, OrdersByTimeThenInsertion) {
+  EventQueue q;
+  q.push(SimTime::ns(30), ev(0));
+  q.push(SimTime::ns(10), ev(1));
+  q.push(SimTime::ns(20), ev(2));
+  q.push(SimTime::ns(10), ev(3));
+  q.push(SimTime::ns(10), ev(4));
+  EXPECT_EQ(q.size(), 5u);
+  EXPECT_EQ(q.next_time(), SimTime::ns(10));
+  EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{1, 3, 4, 2, 0}));
+}
+
+TEST(EventQueue, SequenceNumbersIncreaseWithPushes) {
+  EventQueue q;
+  q.push(SimTime::ns(5), ev(0));
+  q.push(SimTime::ns(1), ev(1));
+  const ScheduledEvent first = q.pop();
+  const ScheduledEvent second = q.pop();
+  EXPECT_EQ(first.sequence, 1u);
+  EXPECT_EQ(first.time, SimTime::ns(1));
+  EXPECT_EQ(second.sequence, 0u);
+  EXPECT_EQ(q.pushed(), 2u);
+}
+
+// Ties stay FIFO across a large heap (sift operations must not reorder equal times).
+TEST(EventQueue, ManyTiesStayFifo) {
+  EventQueue q;
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    q.push(SimTime::ns(static_cast<std::int64_t>(i % 3)), ev(i));
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t t = 0; t < 3; ++t) {
+    for (std::uint64_t i = t; i < 1000; i += 3)
+      expected.push_back(i);
+  }
+  EXPECT_EQ(drain(q), expected);
+}
+
+TEST(EventQueue, CancelRemovesOnlyThatEvent) {
+  EventQueue q;
+  q.push(SimTime::ns(1), ev(0));
+  const EventHandle h = q.push(SimTime::ns(2), ev(1));
+  q.push(SimTime::ns(3), ev(2));
+  EXPECT_TRUE(q.is_pending(h));
+  EXPECT_TRUE(q.cancel(h));
+  EXPECT_FALSE(q.is_pending(h));
+  EXPECT_FALSE(q.cancel(h));  // twice: no effect
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{0, 2}));
+}
+
+TEST(EventQueue, CancelledTopIsSkippedByNextTime) {
+  EventQueue q;
+  const EventHandle h = q.push(SimTime::ns(1), ev(0));
+  q.push(SimTime::ns(7), ev(1));
+  ASSERT_TRUE(q.cancel(h));
+  EXPECT_EQ(q.next_time(), SimTime::ns(7));
+  EXPECT_EQ(q.pop().event.data, 1u);
+  EXPECT_TRUE(q.empty());
+}
+
+// A handle whose event fired stays non-pending even after its slot is reused by a new event,
+// and cancelling it must not cancel the new event.
+TEST(EventQueue, StaleHandleDoesNotTouchReusedSlot) {
+  EventQueue q;
+  const EventHandle old = q.push(SimTime::ns(1), ev(0));
+  EXPECT_EQ(q.pop().event.data, 0u);
+  EXPECT_FALSE(q.is_pending(old));
+  const EventHandle fresh = q.push(SimTime::ns(2), ev(1));
+  EXPECT_EQ(fresh.slot, old.slot);  // reused, with a new generation
+  EXPECT_FALSE(q.cancel(old));
+  EXPECT_TRUE(q.is_pending(fresh));
+  EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{1}));
+}
+
+TEST(EventQueue, DefaultHandleIsNeverPending) {
+  EventQueue q;
+  q.push(SimTime::ns(1), ev(0));
+  EXPECT_FALSE(EventHandle{}.valid());
+  EXPECT_FALSE(q.is_pending(EventHandle{}));
+  EXPECT_FALSE(q.cancel(EventHandle{}));
+}
+
+// Cancelling 900 of 1000 events triggers compaction; the 100 survivors (every tenth id) still
+// pop in time order, and size() counts live events only.
+TEST(EventQueue, HeavyCancellationCompactsAndKeepsOrder) {
+  EventQueue q;
+  std::vector<EventHandle> handles;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    handles.push_back(q.push(SimTime::ps(static_cast<std::int64_t>(1000 - i)), ev(i)));
+  }
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    if (i % 10 != 0) {
+      EXPECT_TRUE(q.cancel(handles[i]));
+    }
+  }
+  EXPECT_EQ(q.size(), 100u);
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t i = 1000; i-- > 0;) {
+    if (i % 10 == 0) expected.push_back(i);
+  }
+  EXPECT_EQ(drain(q), expected);
+}
+
+TEST(EventQueue, ClearInvalidatesHandles) {
+  EventQueue q;
+  const EventHandle h = q.push(SimTime::ns(1), ev(0));
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_FALSE(q.is_pending(h));
+  q.push(SimTime::ns(1), ev(1));
+  q.push(SimTime::ns(1), ev(2));
+  EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace tawpipe::sim
