@@ -1,0 +1,60 @@
+// The table of schedule generators: one row per method (name, one-line description, paper).
+#include <algorithm>
+
+#include "schedules/schedule.h"
+
+namespace tawpipe::schedules {
+namespace {
+
+Registry<ScheduleFactory> build_registry() {
+  Registry<ScheduleFactory> r("schedule");
+  r.add({"1f1b",
+         "activation-passing pipeline (PP = ranks/dp), warm-up / 1F1B steady state / cool-down",
+         "Narayanan et al., Megatron-LM, SC 2021 (arXiv 2104.04473) §2.2.1 (PipeDream-Flush)",
+         &generate_1f1b});
+  r.add({"fsdp",
+         "ZeRO-3 / FSDP: per-block all-gather (forward and again for backward), per-micro-batch "
+         "reduce-scatter, sharded AdamW; dp > 1 = hybrid sharding",
+         "Rajbhandari et al., ZeRO, SC 2020 (arXiv 1910.02054); Zhao et al., PyTorch FSDP, VLDB "
+         "2023 (arXiv 2304.11277)",
+         &generate_fsdp});
+  return r;
+}
+
+}  // namespace
+
+const Registry<ScheduleFactory>& schedule_registry() {
+  static const Registry<ScheduleFactory> registry = build_registry();
+  return registry;
+}
+
+Expected<ir::Program> generate(std::string_view schedule, const ScheduleInput& input) {
+  auto entry = schedule_registry().lookup(schedule);
+  if (!entry.ok()) return entry.error();
+  return (*entry)->factory(input);
+}
+
+std::string list_schedules() {
+  const auto& rows = schedule_registry().entries();
+  std::size_t width = 0;
+  for (const auto& row : rows)
+    width = std::max(width, row.name.size());
+  std::string out;
+  for (const auto& row : rows) {
+    out += row.name + std::string(width - row.name.size() + 2, ' ') + row.description + "  [" +
+           row.reference + "]\n";
+  }
+  return out;
+}
+
+std::vector<std::int32_t> uniform_nodes(std::int32_t nodes, std::int32_t gpus_per_node) {
+  std::vector<std::int32_t> out;
+  out.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(gpus_per_node));
+  for (std::int32_t n = 0; n < nodes; ++n) {
+    for (std::int32_t g = 0; g < gpus_per_node; ++g)
+      out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace tawpipe::schedules

@@ -1,0 +1,41 @@
+// Smoke tests: every method generates and verifies on the acceptance shape (2 nodes x 2 GPUs,
+// 4 layers), and bad configurations are rejected with a suggestion.
+#include <gtest/gtest.h>
+
+#include "common/ir/text.h"
+#include "schedule_test_util.h"
+
+namespace tawpipe::schedules {
+namespace {
+
+using testing::must_generate;
+using testing::small_input;
+
+void expect_verifies(std::string_view method, const ScheduleInput& in) {
+  const ir::Program p = must_generate(method, in);
+  const ir::VerifyResult v = ir::verify(p);
+  EXPECT_TRUE(v.ok) << method << ": " << v.message
+                    << (v.details.empty() ? "" : "\n" + v.details.front());
+}
+
+TEST(Schedules, OneFOneBVerifies) {
+  expect_verifies("1f1b", small_input(2, 2, 4, 4));
+  expect_verifies("1f1b", small_input(2, 2, 4, 1));
+  expect_verifies("1f1b", small_input(2, 2, 4, 3, 2));
+  expect_verifies("1f1b", small_input(2, 2, 4, 2, 4));
+}
+
+TEST(Schedules, FsdpVerifies) {
+  expect_verifies("fsdp", small_input(2, 2, 4, 2));
+  expect_verifies("fsdp", small_input(2, 2, 4, 1, 2));
+  expect_verifies("fsdp", small_input(1, 3, 5, 2));
+}
+
+TEST(Schedules, OneFOneBRejectsUnevenLayers) {
+  auto p = generate("1f1b", small_input(2, 3, 4, 4));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("use dp in"), std::string::npos) << p.error().message;
+}
+
+}  // namespace
+}  // namespace tawpipe::schedules
