@@ -1,0 +1,129 @@
+#include "common/ir/verifier.h"
+
+#include <algorithm>
+
+#include "common/ir/text.h"
+#include "common/ir/verify_internal.h"
+
+namespace tawpipe::ir {
+namespace detail {
+
+Failure fail_at(const Program& program, Rank rank, OpIndex op, const std::string& what) {
+  return Failure{describe_op(program, rank, op, false) + ": " + what, rank, op, {}};
+}
+
+OpNumbering::OpNumbering(const Program& program) {
+  first.reserve(program.ranks.size() + 1);
+  std::int64_t n = 0;
+  for (const RankProgram& rp : program.ranks) {
+    first.push_back(n);
+    n += static_cast<std::int64_t>(rp.ops.size());
+  }
+  first.push_back(n);
+}
+
+std::pair<Rank, OpIndex> OpNumbering::local(std::int64_t global_index) const {
+  const auto it = std::upper_bound(first.begin(), first.end() - 1, global_index);
+  const auto rank = static_cast<Rank>(it - first.begin() - 1);
+  return {rank, static_cast<OpIndex>(global_index - first[static_cast<std::size_t>(rank)])};
+}
+
+}  // namespace detail
+
+namespace {
+
+// Counts and program-order peak memory. Precondition: the structure check passed.
+VerifyStats statistics(const Program& program) {
+  VerifyStats s;
+  for (const RankProgram& rp : program.ranks) {
+    std::uint64_t live = 0;
+    for (const Buffer& b : rp.buffers)
+      if (b.persistent) live += b.size.count();
+    s.persistent_bytes.emplace_back(live);
+    std::uint64_t peak = live;
+    std::vector<bool> allocated(rp.buffers.size(), false);
+    for (const Op& op : rp.ops) {
+      ++s.total_ops;
+      ++s.ops_by_kind[static_cast<std::size_t>(op.kind)];
+      s.bytes_by_kind[static_cast<std::size_t>(op.kind)] += op.bytes;
+      if (op.kind == OpKind::collective)
+        s.collective_bytes[static_cast<std::size_t>(op.collective)] += op.bytes;
+      if (op.kind == OpKind::alloc || op.kind == OpKind::free) {
+        const auto b = static_cast<std::size_t>(writes(rp, op)[0]);
+        const bool alloc = op.kind == OpKind::alloc;
+        if (allocated[b] != alloc) {  // double alloc/free is the dataflow stage's error
+          allocated[b] = alloc;
+          if (alloc) {
+            live += rp.buffers[b].size.count();
+          } else {
+            live -= rp.buffers[b].size.count();
+          }
+        }
+      }
+      std::uint64_t workspace = 0;
+      if (op.kind == OpKind::compute && op.cost != kNone)
+        workspace = program.costs[static_cast<std::size_t>(op.cost)].workspace_bytes;
+      peak = std::max(peak, live + workspace);
+    }
+    s.peak_live_bytes.emplace_back(peak);
+  }
+  return s;
+}
+
+VerifyResult failed(VerifyResult result, VerifyStage stage, detail::Failure f) {
+  result.ok = false;
+  result.stage = stage;
+  result.message = std::move(f.message);
+  result.rank = f.rank;
+  result.op = f.op;
+  result.details = std::move(f.details);
+  return result;
+}
+
+}  // namespace
+
+const char* name(VerifyStage stage) {
+  switch (stage) {
+    case VerifyStage::none:
+      return "none";
+    case VerifyStage::structure:
+      return "structure";
+    case VerifyStage::matching:
+      return "matching";
+    case VerifyStage::deadlock:
+      return "deadlock";
+    case VerifyStage::dataflow:
+      return "dataflow";
+  }
+  return "?";
+}
+
+VerifyResult verify(const Program& program, const VerifyOptions& options) {
+  VerifyResult result;
+  if (detail::Check c = detail::check_structure(program))
+    return failed(std::move(result), VerifyStage::structure, std::move(*c));
+  result.stats = statistics(program);
+  const detail::OpNumbering numbering(program);
+  detail::Matching matching;
+  if (detail::Check c = detail::match(program, numbering, &matching))
+    return failed(std::move(result), VerifyStage::matching, std::move(*c));
+  std::optional<detail::Dataflow> dataflow;
+  if (!options.skip_dataflow) dataflow.emplace(program);
+  // Samples are checked first, but reported after a deadlock (the documented stage order).
+  detail::Check prepared = dataflow ? dataflow->prepare() : std::nullopt;
+  bool deadlock = false;
+  detail::Check c = detail::execute(program, numbering, matching,
+                                    prepared || !dataflow ? nullptr : &*dataflow, &deadlock);
+  if (c) {
+    return failed(std::move(result), deadlock ? VerifyStage::deadlock : VerifyStage::dataflow,
+                  std::move(*c));
+  }
+  if (prepared) return failed(std::move(result), VerifyStage::dataflow, std::move(*prepared));
+  if (dataflow) {
+    if (detail::Check f = dataflow->finish())
+      return failed(std::move(result), VerifyStage::dataflow, std::move(*f));
+  }
+  return result;
+}
+
+}  // namespace tawpipe::ir

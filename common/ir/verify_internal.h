@@ -1,0 +1,107 @@
+/// \file
+/// Internals shared by the verifier's stages (verify_*.cpp). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/ir/program.h"
+
+namespace tawpipe::ir::detail {
+
+/// A verification failure before it is turned into a VerifyResult.
+struct Failure {
+  std::string message;
+  Rank rank = kNone;
+  OpIndex op = kNone;
+  std::vector<std::string> details;
+};
+using Check = std::optional<Failure>;
+
+/// `<describe_op(rank, op)>: <what>`.
+Failure fail_at(const Program& program, Rank rank, OpIndex op, const std::string& what);
+
+/// Global op numbering: global index of (rank, op) = first[rank] + op.
+struct OpNumbering {
+  std::vector<std::int64_t> first;  ///< size num_ranks + 1
+  explicit OpNumbering(const Program& program);
+  std::int64_t global(Rank rank, OpIndex op) const {
+    return first[static_cast<std::size_t>(rank)] + op;
+  }
+  std::int64_t total() const { return first.back(); }
+  /// Inverse of global(); O(log P).
+  std::pair<Rank, OpIndex> local(std::int64_t global_index) const;
+};
+
+/// Result of the matching stage, used by the execution.
+struct Matching {
+  /// Per global op: send/recv: global index of the partner; collective: instance id; else -1.
+  std::vector<std::int64_t> link;
+  /// Collective instances: members' global op indices, in communicator member order, at
+  /// instance_ops[instance_first[i] .. instance_first[i + 1]).
+  std::vector<std::int64_t> instance_first;
+  std::vector<std::int64_t> instance_ops;
+};
+
+/// Stage 1. Everything later may rely on what this establishes (ids, offsets, enums in range).
+Check check_structure(const Program& program);
+/// Stage 2.
+Check match(const Program& program, const OpNumbering& numbering, Matching* matching);
+
+class Dataflow;
+/// Stages 3 and 4: runs the logical execution; with `dataflow` non-null, evaluates contents in
+/// the completion order. Returns the deadlock if there is one, else the first dataflow failure.
+Check execute(const Program& program, const OpNumbering& numbering, const Matching& matching,
+              Dataflow* dataflow, bool* deadlock);
+
+/// Stage 4's state and rules (verify_dataflow.cpp).
+class Dataflow {
+ public:
+  explicit Dataflow(const Program& program);
+  /// Checks run before execution (duplicate samples).
+  Check prepare();
+  /// A local op (compute, copy, alloc, free) runs.
+  Check local(Rank rank, OpIndex op);
+  /// A matched send/recv pair moves its data.
+  Check transfer(Rank send_rank, OpIndex send_op, Rank recv_rank, OpIndex recv_op);
+  /// A collective instance runs; `ops` are the members' (rank, op) in member order.
+  Check collective(const std::vector<std::pair<Rank, OpIndex>>& ops);
+  /// Checks after a complete execution (every owned weight updated).
+  Check finish();
+
+  struct Content {
+    TensorRef ref;
+    std::uint64_t fingerprint = 0;  ///< gradients: sum of contribution keys (mod 2^64)
+    std::uint64_t count = 0;        ///< gradients: number of contributions
+  };
+  struct BufferState {
+    Content content;
+    bool live = false;
+    OpIndex freed_by = kNone;
+    OpIndex updated_by = kNone;  ///< first optimizer op that updated it
+  };
+
+ private:
+  Check compute(Rank rank, OpIndex index);
+  Check optimizer(Rank rank, OpIndex index);
+  Check require_live(Rank rank, OpIndex index, BufferId buffer, const char* verb);
+  BufferState& state(Rank rank, BufferId buffer) {
+    return buffers_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
+  }
+  std::uint64_t expected_fingerprint(std::int32_t begin, std::int32_t end) const;
+  std::uint64_t expected_count(std::int32_t begin, std::int32_t end) const;
+
+  const Program& program_;
+  std::vector<std::vector<BufferState>> buffers_;
+  std::vector<std::int32_t> samples_;
+  std::vector<std::uint64_t> layer_prefix_;  ///< prefix sums of per-layer expected keys
+  std::uint64_t embedding_expected_ = 0;
+};
+
+/// The pseudo-random key of one gradient contribution (splitmix64 of the triple).
+/// `source`: 0 = decoder backward, 1 = head, 2 = embedding_backward.
+std::uint64_t contribution_key(std::int32_t sample, std::int32_t layer, std::uint32_t source);
+
+}  // namespace tawpipe::ir::detail

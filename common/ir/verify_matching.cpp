@@ -1,0 +1,166 @@
+// Stage 2 of the verifier: matching. Point-to-point: the k-th send from a to b on a
+// communicator (in a's program order) matches the k-th recv at b from a on it. Collectives: the
+// k-th collective on a communicator is one instance on all members, which must agree in kind,
+// bytes and root. O(ops + sum of communicator sizes), hash maps keyed by packed ids.
+#include <unordered_map>
+
+#include "common/ir/text.h"
+#include "common/ir/verify_internal.h"
+
+namespace tawpipe::ir::detail {
+namespace {
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// Structure guarantees ranks < 2^21 and communicators < 2^22.
+std::uint64_t channel_key(CommId comm, Rank src, Rank dst) {
+  return (static_cast<std::uint64_t>(comm) << 42) | (static_cast<std::uint64_t>(src) << 21) |
+         static_cast<std::uint64_t>(dst);
+}
+
+struct Channel {
+  std::vector<std::int64_t> sends;  // global op indices in the sender's program order
+  std::vector<std::int64_t> recvs;  // global op indices in the receiver's program order
+};
+
+bool same_collective(const Op& a, const Op& b) {
+  return a.collective == b.collective && a.bytes == b.bytes && a.peer == b.peer;
+}
+
+std::string collective_difference(const Op& got, const Op& want) {
+  if (got.collective != want.collective)
+    return std::string("kind ") + name(got.collective) + " vs " + name(want.collective);
+  if (got.bytes != want.bytes)
+    return "bytes " + str(static_cast<std::int64_t>(got.bytes)) + " vs " +
+           str(static_cast<std::int64_t>(want.bytes));
+  return "root r" + str(got.peer) + " vs r" + str(want.peer);
+}
+
+}  // namespace
+
+Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
+  m->link.assign(static_cast<std::size_t>(numbering.total()), -1);
+  std::unordered_map<std::uint64_t, Channel> channels;
+  std::vector<std::int64_t> position(static_cast<std::size_t>(numbering.total()), -1);
+  // Collective lists per (communicator, member index).
+  std::vector<std::vector<std::vector<std::int64_t>>> colls(p.communicators.size());
+  std::unordered_map<std::uint64_t, std::int32_t> member_index;
+  for (std::size_t c = 0; c < p.communicators.size(); ++c) {
+    const auto& members = p.communicators[c].members;
+    colls[c].resize(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i)
+      member_index[channel_key(static_cast<CommId>(c), members[i], 0)] =
+          static_cast<std::int32_t>(i);
+  }
+  for (Rank r = 0; r < p.num_ranks(); ++r) {
+    const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const Op& op = rp.ops[i];
+      const std::int64_t g = numbering.global(r, static_cast<OpIndex>(i));
+      if (op.kind == OpKind::send) {
+        auto& list = channels[channel_key(op.comm, r, op.peer)].sends;
+        position[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(list.size());
+        list.push_back(g);
+      } else if (op.kind == OpKind::recv) {
+        auto& list = channels[channel_key(op.comm, op.peer, r)].recvs;
+        position[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(list.size());
+        list.push_back(g);
+      } else if (op.kind == OpKind::collective) {
+        const std::int32_t mi = member_index.at(channel_key(op.comm, r, 0));
+        colls[static_cast<std::size_t>(op.comm)][static_cast<std::size_t>(mi)].push_back(g);
+      }
+    }
+  }
+  const auto op_at = [&](std::int64_t g) -> const Op& {
+    const auto [r, i] = numbering.local(g);
+    return p.ranks[static_cast<std::size_t>(r)].ops[static_cast<std::size_t>(i)];
+  };
+  const auto describe = [&](std::int64_t g) {
+    const auto [r, i] = numbering.local(g);
+    return describe_op(p, r, i, false);
+  };
+  // Point-to-point, reported in (rank, op) order.
+  for (Rank r = 0; r < p.num_ranks(); ++r) {
+    const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const Op& op = rp.ops[i];
+      if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
+      const bool is_send = op.kind == OpKind::send;
+      const std::int64_t g = numbering.global(r, static_cast<OpIndex>(i));
+      const Channel& ch =
+          channels[is_send ? channel_key(op.comm, r, op.peer) : channel_key(op.comm, op.peer, r)];
+      const auto& others = is_send ? ch.recvs : ch.sends;
+      const auto k = static_cast<std::size_t>(position[static_cast<std::size_t>(g)]);
+      const std::string comm = p.communicators[static_cast<std::size_t>(op.comm)].name;
+      if (k >= others.size()) {
+        return fail_at(
+            p, r, static_cast<OpIndex>(i),
+            std::string(is_send ? "no matching recv" : "no matching send") + ": it is " +
+                (is_send ? "send" : "recv") + " number " + str(static_cast<std::int64_t>(k) + 1) +
+                " between r" + str(is_send ? r : op.peer) + " -> r" + str(is_send ? op.peer : r) +
+                " on '" + comm + "', but r" + str(op.peer) + " posts only " +
+                str(static_cast<std::int64_t>(others.size())) + (is_send ? " recvs" : " sends"));
+      }
+      const std::int64_t partner = others[k];
+      if (op_at(partner).bytes != op.bytes) {
+        return fail_at(p, r, static_cast<OpIndex>(i),
+                       "bytes differ from the matching " + describe(partner) + " (" +
+                           str(static_cast<std::int64_t>(op.bytes)) + " vs " +
+                           str(static_cast<std::int64_t>(op_at(partner).bytes)) + ")");
+      }
+      m->link[static_cast<std::size_t>(g)] = partner;
+    }
+  }
+  // Collectives, per communicator and instance.
+  m->instance_first.clear();
+  m->instance_ops.clear();
+  for (std::size_t c = 0; c < p.communicators.size(); ++c) {
+    const auto& lists = colls[c];
+    const auto& members = p.communicators[c].members;
+    std::size_t fewest = lists[0].size();
+    for (const auto& l : lists)
+      fewest = std::min(fewest, l.size());
+    for (std::size_t k = 0; k < fewest; ++k) {
+      // Reference: member 0, unless members 1 and 2 agree with each other against it.
+      std::size_t ref = 0;
+      if (lists.size() >= 3 && !same_collective(op_at(lists[0][k]), op_at(lists[1][k])) &&
+          same_collective(op_at(lists[1][k]), op_at(lists[2][k])))
+        ref = 1;
+      const Op& want = op_at(lists[ref][k]);
+      for (std::size_t mi = 0; mi < lists.size(); ++mi) {
+        const Op& got = op_at(lists[mi][k]);
+        if (!same_collective(got, want)) {
+          const auto [r, i] = numbering.local(lists[mi][k]);
+          return fail_at(p, r, i,
+                         "collective number " + str(static_cast<std::int64_t>(k) + 1) + " on '" +
+                             p.communicators[c].name + "' disagrees with " +
+                             describe(lists[ref][k]) + ": " + collective_difference(got, want));
+        }
+      }
+      const auto instance = static_cast<std::int64_t>(m->instance_first.size());
+      m->instance_first.push_back(static_cast<std::int64_t>(m->instance_ops.size()));
+      for (std::size_t mi = 0; mi < lists.size(); ++mi) {
+        m->instance_ops.push_back(lists[mi][k]);
+        m->link[static_cast<std::size_t>(lists[mi][k])] = instance;
+      }
+    }
+    for (std::size_t mi = 0; mi < lists.size(); ++mi) {
+      if (lists[mi].size() == fewest) continue;
+      std::size_t short_member = 0;
+      while (lists[short_member].size() != fewest)
+        ++short_member;
+      const auto [r, i] = numbering.local(lists[mi][fewest]);
+      return fail_at(p, r, i,
+                     "collective number " + str(static_cast<std::int64_t>(fewest) + 1) + " on '" +
+                         p.communicators[c].name + "' has no counterpart on r" +
+                         str(members[short_member]) + ", which issues only " +
+                         str(static_cast<std::int64_t>(fewest)) + " collectives on it");
+    }
+  }
+  m->instance_first.push_back(static_cast<std::int64_t>(m->instance_ops.size()));
+  return std::nullopt;
+}
+
+}  // namespace tawpipe::ir::detail

@@ -1,0 +1,280 @@
+// Stage 1 of the verifier: structure. Establishes everything the later stages index with
+// without checking again: ids, pool offsets and enum values in range, dependencies backwards,
+// groups consecutive on one stream, membership, and buffer sizes against op bytes.
+#include <cmath>
+#include <string_view>
+#include <unordered_set>
+
+#include "common/ir/text.h"
+#include "common/ir/verify_internal.h"
+
+namespace tawpipe::ir::detail {
+namespace {
+
+constexpr std::int32_t kMaxRanks = 1 << 21;  // the matching stage packs ranks into 21 bits
+constexpr std::int64_t kMaxComms = 1 << 22;
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+bool tensor_ok(const TensorRef& t) {
+  return static_cast<unsigned>(t.kind) <= static_cast<unsigned>(TensorKind::activation_grad) &&
+         t.pieces >= 1 && t.piece >= 0 && t.piece < t.pieces;
+}
+
+bool is_embedding_kind(ComputeKind k) {
+  return k == ComputeKind::embedding_forward || k == ComputeKind::head ||
+         k == ComputeKind::embedding_backward;
+}
+
+class StructureChecker {
+ public:
+  explicit StructureChecker(const Program& p) : p_(p) {}
+
+  Check run() {
+    if (p_.num_ranks() <= 0) return Failure{"program has no ranks", kNone, kNone, {}};
+    if (p_.num_ranks() > kMaxRanks)
+      return Failure{"program has more than " + str(kMaxRanks) + " ranks", kNone, kNone, {}};
+    if (p_.streams.empty() || p_.streams.size() > 256)
+      return Failure{"program needs 1 to 256 streams, has " +
+                         str(static_cast<std::int64_t>(p_.streams.size())),
+                     kNone,
+                     kNone,
+                     {}};
+    if (p_.header.layers < 0) return Failure{"header: negative layer count", kNone, kNone, {}};
+    if (static_cast<std::int64_t>(p_.communicators.size()) > kMaxComms)
+      return Failure{"too many communicators", kNone, kNone, {}};
+    if (Check c = communicators()) return c;
+    for (std::size_t i = 0; i < p_.costs.size(); ++i) {
+      const Cost& c = p_.costs[i];
+      bool ok = std::isfinite(c.recompute_flops) && c.recompute_flops >= 0;
+      for (std::size_t k = 0; k < kOpClassCount; ++k)
+        ok = ok && std::isfinite(c.flops[k]) && c.flops[k] >= 0 && std::isfinite(c.bytes[k]) &&
+             c.bytes[k] >= 0;
+      if (!ok)
+        return Failure{
+            "cost " + str(static_cast<std::int64_t>(i)) + ": negative or non-finite value",
+            kNone,
+            kNone,
+            {}};
+    }
+    for (Rank r = 0; r < p_.num_ranks(); ++r) {
+      if (Check c = rank(r)) return c;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  Check communicators() {
+    std::vector<std::int64_t> seen(static_cast<std::size_t>(p_.num_ranks()), -1);
+    for (std::size_t c = 0; c < p_.communicators.size(); ++c) {
+      const Communicator& comm = p_.communicators[c];
+      const std::string where =
+          "communicator " + str(static_cast<std::int64_t>(c)) + " '" + comm.name + "': ";
+      if (comm.members.empty()) return Failure{where + "no members", kNone, kNone, {}};
+      for (Rank m : comm.members) {
+        if (m < 0 || m >= p_.num_ranks())
+          return Failure{where + "member " + str(m) + " is not a rank", kNone, kNone, {}};
+        auto& s = seen[static_cast<std::size_t>(m)];
+        if (s == static_cast<std::int64_t>(c))
+          return Failure{where + "rank " + str(m) + " listed twice", kNone, kNone, {}};
+        s = static_cast<std::int64_t>(c);
+        member_.insert(key(static_cast<CommId>(c), m));
+      }
+    }
+    return std::nullopt;
+  }
+
+  static std::uint64_t key(CommId c, Rank r) {
+    return (static_cast<std::uint64_t>(c) << 21) | static_cast<std::uint64_t>(r);
+  }
+  bool is_member(CommId c, Rank r) const { return member_.count(key(c, r)) != 0; }
+
+  Check rank(Rank r) {
+    const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
+    std::unordered_set<std::string_view> names;
+    for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
+      const Buffer& buf = rp.buffers[b];
+      const std::string where =
+          "r" + str(r) + ": buffer " + str(static_cast<std::int64_t>(b)) + " '" + buf.name + "': ";
+      if (!names.insert(buf.name).second)
+        return Failure{where + "name not unique on this rank", r, kNone, {}};
+      if (static_cast<unsigned>(buf.role) > static_cast<unsigned>(BufferRole::workspace))
+        return Failure{where + "unknown role", r, kNone, {}};
+      if (!tensor_ok(buf.initial)) return Failure{where + "bad initial tensor", r, kNone, {}};
+    }
+    std::unordered_set<std::int32_t> closed_groups;
+    std::int32_t open_group = kNone;
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const auto index = static_cast<OpIndex>(i);
+      const Op& op = rp.ops[i];
+      const auto fail = [&](const std::string& what) { return fail_at(p_, r, index, what); };
+      if (static_cast<unsigned>(op.kind) > static_cast<unsigned>(OpKind::free))
+        return fail("unknown op kind " + str(static_cast<int>(op.kind)));
+      if (op.stream >= p_.streams.size()) return fail("unknown stream " + str(op.stream));
+      if (static_cast<std::uint64_t>(op.deps_offset) + op.deps_count > rp.dep_pool.size())
+        return fail("dependency list outside the rank's dep_pool");
+      if (static_cast<std::uint64_t>(op.buffers_offset) + op.reads_count + op.writes_count >
+          rp.buffer_pool.size())
+        return fail("buffer list outside the rank's buffer_pool");
+      for (std::uint32_t k = 0; k < op.reads_count + op.writes_count; ++k) {
+        const BufferId b = rp.buffer_pool[op.buffers_offset + k];
+        if (b < 0 || static_cast<std::size_t>(b) >= rp.buffers.size())
+          return fail("buffer id " + str(b) + " out of range (rank has " +
+                      str(static_cast<std::int64_t>(rp.buffers.size())) + " buffers)");
+      }
+      // Groups: consecutive in program order, one stream, communication ops only.
+      if (op.group != open_group) {
+        if (open_group != kNone) closed_groups.insert(open_group);
+        if (op.group != kNone && closed_groups.count(op.group) != 0)
+          return fail("group " + str(op.group) + " is not consecutive on this rank");
+        open_group = op.group;
+      } else if (op.group != kNone && rp.ops[i - 1].stream != op.stream) {
+        return fail("group " + str(op.group) + " spans two streams");
+      }
+      if (op.group != kNone && op.kind != OpKind::send && op.kind != OpKind::recv &&
+          op.kind != OpKind::collective)
+        return fail("only send, recv and collective ops can be grouped");
+      for (std::uint32_t k = 0; k < op.deps_count; ++k) {
+        const OpIndex d = rp.dep_pool[op.deps_offset + k];
+        if (d < 0 || d >= index)
+          return fail("dependency on #" + str(d) + ", which is not an earlier op");
+        if (op.group != kNone && rp.ops[static_cast<std::size_t>(d)].group == op.group)
+          return fail("dependency on #" + str(d) + " of its own group");
+      }
+      if (Check c = kind_specific(r, index, op, fail)) return c;
+    }
+    return std::nullopt;
+  }
+
+  template <class Fail>
+  Check kind_specific(Rank r, OpIndex index, const Op& op, const Fail& fail) {
+    const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
+    const auto buffer_size = [&](std::uint32_t k) {
+      return rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset + k])]
+          .size.count();
+    };
+    const auto counts = [&](std::uint16_t nr, std::uint16_t nw) -> Check {
+      if (op.reads_count != nr || op.writes_count != nw)
+        return fail(std::string(name(op.kind)) + " needs " + str(nr) + " read and " + str(nw) +
+                    " written buffers, has " + str(op.reads_count) + " and " +
+                    str(op.writes_count));
+      return std::nullopt;
+    };
+    const auto comm_ok = [&]() -> Check {
+      if (op.comm < 0 || static_cast<std::size_t>(op.comm) >= p_.communicators.size())
+        return fail("communicator " + str(op.comm) + " out of range");
+      if (!is_member(op.comm, r))
+        return fail("r" + str(r) + " is not a member of communicator '" +
+                    p_.communicators[static_cast<std::size_t>(op.comm)].name + "'");
+      return std::nullopt;
+    };
+    const auto peer_ok = [&](const char* what) -> Check {
+      if (op.peer < 0 || op.peer >= p_.num_ranks())
+        return fail(std::string(what) + " " + str(op.peer) + " is not a rank");
+      if (!is_member(op.comm, op.peer))
+        return fail(std::string(what) + " r" + str(op.peer) + " is not a member of communicator '" +
+                    p_.communicators[static_cast<std::size_t>(op.comm)].name + "'");
+      return std::nullopt;
+    };
+    const auto fits = [&](std::uint32_t k, std::uint64_t bytes, const char* what) -> Check {
+      if (bytes > buffer_size(k))
+        return fail(
+            std::string(what) + " buffer '" +
+            rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset + k])].name +
+            "' holds " + str(static_cast<std::int64_t>(buffer_size(k))) + " bytes, op moves " +
+            str(static_cast<std::int64_t>(bytes)));
+      return std::nullopt;
+    };
+    switch (op.kind) {
+      case OpKind::compute: {
+        if (static_cast<unsigned>(op.compute) > static_cast<unsigned>(ComputeKind::optimizer))
+          return fail("unknown compute kind " + str(static_cast<int>(op.compute)));
+        if (op.cost != kNone &&
+            (op.cost < 0 || static_cast<std::size_t>(op.cost) >= p_.costs.size()))
+          return fail("cost " + str(op.cost) + " out of range");
+        const ComputeKind k = op.compute;
+        const bool embedding_block = op.layer_begin == kEmbeddingLayer && op.layer_end == 0;
+        const bool decoder_block = op.layer_begin >= 0 && op.layer_begin < op.layer_end &&
+                                   op.layer_end <= p_.header.layers;
+        if (is_embedding_kind(k) && !embedding_block)
+          return fail("layers must be [-1,0) (the embedding block)");
+        if ((k == ComputeKind::forward || k == ComputeKind::backward) && !decoder_block)
+          return fail("layers must satisfy 0 <= begin < end <= " + str(p_.header.layers));
+        if (k == ComputeKind::optimizer && !embedding_block && !decoder_block)
+          return fail("optimizer block must be [-1,0) or a decoder block");
+        if (k != ComputeKind::accumulate && k != ComputeKind::optimizer && op.sample < 0)
+          return fail("compute op needs a sample");
+        if (k == ComputeKind::accumulate && (op.reads_count < 1 || op.writes_count < 1))
+          return fail("accumulate needs reads[0] and writes[0]");
+        return std::nullopt;
+      }
+      case OpKind::send:
+      case OpKind::recv: {
+        if (Check c = op.kind == OpKind::send ? counts(1, 0) : counts(0, 1)) return c;
+        if (Check c = comm_ok()) return c;
+        if (op.peer == r) return fail("peer is the rank itself");
+        if (Check c = peer_ok("peer")) return c;
+        return fits(0, op.bytes, op.kind == OpKind::send ? "send" : "recv");
+      }
+      case OpKind::collective: {
+        if (static_cast<unsigned>(op.collective) >
+            static_cast<unsigned>(CollectiveKind::reduce_scatter))
+          return fail("unknown collective kind " + str(static_cast<int>(op.collective)));
+        if (Check c = counts(1, 1)) return c;
+        if (Check c = comm_ok()) return c;
+        const auto m = static_cast<std::uint64_t>(
+            p_.communicators[static_cast<std::size_t>(op.comm)].members.size());
+        switch (op.collective) {
+          case CollectiveKind::broadcast:
+          case CollectiveKind::reduce:
+            if (Check c = peer_ok("root")) return c;
+            if (Check c = fits(0, op.bytes, "send")) return c;
+            return fits(1, op.bytes, "receive");
+          case CollectiveKind::all_reduce:
+            if (op.peer != kNone) return fail("all_reduce takes no root");
+            if (Check c = fits(0, op.bytes, "send")) return c;
+            return fits(1, op.bytes, "receive");
+          case CollectiveKind::all_gather:
+          case CollectiveKind::reduce_scatter: {
+            if (op.peer != kNone) return fail(std::string(name(op.collective)) + " takes no root");
+            if (op.bytes % m != 0)
+              return fail("bytes " + str(static_cast<std::int64_t>(op.bytes)) +
+                          " not divisible by the " + str(static_cast<std::int64_t>(m)) +
+                          " members");
+            const bool gather = op.collective == CollectiveKind::all_gather;
+            if (Check c = fits(0, gather ? op.bytes / m : op.bytes, "send")) return c;
+            return fits(1, gather ? op.bytes : op.bytes / m, "receive");
+          }
+        }
+        return std::nullopt;
+      }
+      case OpKind::copy:
+        if (Check c = counts(1, 1)) return c;
+        if (Check c = fits(0, op.bytes, "source")) return c;
+        return fits(1, op.bytes, "destination");
+      case OpKind::alloc:
+      case OpKind::free: {
+        if (Check c = counts(0, 1)) return c;
+        const Buffer& b = rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset])];
+        if (b.persistent)
+          return fail(std::string(name(op.kind)) + " of persistent buffer '" + b.name + "'");
+        return std::nullopt;
+      }
+    }
+    (void)index;
+    return std::nullopt;
+  }
+
+  const Program& p_;
+  std::unordered_set<std::uint64_t> member_;
+};
+
+}  // namespace
+
+Check check_structure(const Program& program) {
+  return StructureChecker(program).run();
+}
+
+}  // namespace tawpipe::ir::detail
