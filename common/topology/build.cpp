@@ -2,7 +2,6 @@
 // the network, applies link overrides, checks connectivity and selects each GPU's NIC.
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -279,11 +278,23 @@ class Builder {
     return Status::success();
   }
 
+  // The whole graph (connectivity, fallback routes, bisection) and one small graph per node
+  // (in-node routes: Dijkstra over a few dozen vertices instead of the whole cluster).
   void build_graph() {
     d_->graph = Graph(d_->vertices.size());
+    for (NodeInfo& node : d_->nodes)
+      node.graph = Graph(static_cast<std::size_t>(node.end_vertex - node.first_vertex));
     for (const Link& l : d_->links) {
-      boost::add_edge(static_cast<std::size_t>(l.src), static_cast<std::size_t>(l.dst),
-                      EdgeProps{l.id, link_cost_ps(l)}, d_->graph);
+      const EdgeProps props{l.id, link_cost_ps(l)};
+      boost::add_edge(static_cast<std::size_t>(l.src), static_cast<std::size_t>(l.dst), props,
+                      d_->graph);
+      const Vertex& a = d_->vertices[static_cast<std::size_t>(l.src)];
+      const Vertex& b = d_->vertices[static_cast<std::size_t>(l.dst)];
+      if (a.node >= 0 && a.node == b.node) {
+        NodeInfo& node = d_->nodes[static_cast<std::size_t>(a.node)];
+        boost::add_edge(static_cast<std::size_t>(l.src - node.first_vertex),
+                        static_cast<std::size_t>(l.dst - node.first_vertex), props, node.graph);
+      }
     }
   }
 

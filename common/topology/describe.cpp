@@ -109,7 +109,7 @@ std::string describe(const Topology& t) {
     out += fmt::format(
         "  {}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, memory {}, HBM {}; efficiency gemm "
         "{:.2f}, attention fwd {:.2f} bwd {:.2f}, elementwise {:.2f}, memory {:.2f}; launch {}\n",
-        d.name, d.peak_bf16.teraflops(), d.peak_fp32.teraflops(), pretty(d.memory_capacity),
+        d.name, d.peak_bf16.teraflops(), d.peak_fp32.teraflops(), to_string(d.memory_capacity),
         pretty(d.memory_bandwidth), d.efficiency.gemm, d.efficiency.attention_fwd,
         d.efficiency.attention_bwd, d.efficiency.elementwise, d.efficiency.memory,
         pretty(d.launch_overhead));
@@ -133,7 +133,7 @@ std::string describe(const Topology& t) {
     c.max_cap = std::max(c.max_cap, l.capacity);
     c.min_eff = std::min(c.min_eff, l.efficiency);
   }
-  out += "link classes (per direction; capacity, efficiency, latency, links):\n";
+  out += "link classes (per direction; capacity, efficiency, latency, directed links):\n";
   for (const auto& [cls, c] : classes) {
     const std::string cap =
         c.min_cap == c.max_cap ? pretty(c.max_cap) : pretty(c.min_cap) + " .. " + pretty(c.max_cap);
@@ -183,8 +183,9 @@ std::string describe(const Topology& t) {
       "bisection bandwidth: {} per direction (max-flow between the GPUs of {} and the rest, "
       "nominal capacities)\n",
       pretty(bisection),
-      t.num_nodes() >= 2 ? fmt::format("nodes 0-{}", t.num_nodes() / 2 - 1)
-                         : std::string("the first half of the node's GPUs"));
+      t.num_nodes() >= 4   ? fmt::format("nodes 0-{}", t.num_nodes() / 2 - 1)
+      : t.num_nodes() >= 2 ? std::string("node 0")
+                           : std::string("the first half of the node's GPUs"));
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/topology/spec.h"
@@ -25,6 +26,7 @@ using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirection
                                     boost::no_property, EdgeProps>;
 
 struct NodeInfo {
+  Graph graph;  ///< the node's own links; vertex i is global vertex first_vertex + i
   int template_index = 0;
   int group_index = 0;
   VertexId first_vertex = 0;  ///< the node's vertices are [first_vertex, end_vertex)
@@ -60,24 +62,26 @@ struct LocalTree {
   std::vector<LinkId> pred;
 };
 
-/// All routes from one source GPU, flattened: routes to dst are
-/// links[offset[dst] .. offset[dst + 1]).
+/// Routes from one source GPU, computed per destination on first use. The vectors never move
+/// once inserted (unordered_map nodes are stable), so spans into them stay valid.
 struct SourceRoutes {
-  std::vector<LinkId> links;
-  std::vector<std::uint32_t> offset;
+  std::mutex mutex;
+  bool ready = false;
+  bool have_up = false;
+  std::vector<LinkId> up;  ///< source GPU -> its NIC
+  LocalTree whole;         ///< tree over the whole graph, only if a fallback route is needed
+  std::unordered_map<GpuId, std::vector<LinkId>> to;
 };
 
-/// Lazily filled caches, guarded per entry by once-flags so concurrent queries are safe.
+/// Lazily filled caches, safe for concurrent queries (once-flags per tree, a mutex per source).
 struct RouteCache {
   explicit RouteCache(std::size_t num_vertices, std::size_t num_gpus)
       : trees(num_vertices),
         tree_once(std::make_unique<std::once_flag[]>(num_vertices)),
-        routes(num_gpus),
-        routes_once(std::make_unique<std::once_flag[]>(num_gpus)) {}
+        routes(std::make_unique<SourceRoutes[]>(num_gpus)) {}
   std::vector<std::unique_ptr<LocalTree>> trees;
   std::unique_ptr<std::once_flag[]> tree_once;
-  std::vector<std::unique_ptr<SourceRoutes>> routes;
-  std::unique_ptr<std::once_flag[]> routes_once;
+  std::unique_ptr<SourceRoutes[]> routes;
 };
 
 struct TopologyData {

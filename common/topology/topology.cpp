@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/filtered_graph.hpp>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -93,46 +92,36 @@ namespace {
 using Edge = boost::graph_traits<Graph>::edge_descriptor;
 using GVertex = boost::graph_traits<Graph>::vertex_descriptor;
 
-// Keeps the vertices in [lo, hi) (one node's vertices), or all when hi == lo == 0... (unused).
-struct InRange {
-  std::size_t lo = 0;
-  std::size_t hi = 0;
-  bool operator()(GVertex v) const { return v >= lo && v < hi; }
-};
-
-// Dijkstra from `root` over the vertices [lo, hi); returns for each vertex of the range the
-// entering link (or -1).
-std::vector<LinkId> dijkstra_preds(const TopologyData& d, VertexId root, VertexId lo, VertexId hi) {
-  const auto n = boost::num_vertices(d.graph);
+// Dijkstra from `root` over `g`, whose vertex i is global vertex `offset + i`; returns for each
+// vertex of `g` the link entering it on the fastest path (-1 for the root and unreachable ones).
+std::vector<LinkId> dijkstra_preds(const Graph& g, VertexId root, VertexId offset) {
+  const auto n = boost::num_vertices(g);
   std::vector<GVertex> pred(n);
   std::vector<std::int64_t> dist(n, std::numeric_limits<std::int64_t>::max());
-  const auto weight = boost::get(&EdgeProps::cost_ps, d.graph);
-  const InRange keep{static_cast<std::size_t>(lo), static_cast<std::size_t>(hi)};
-  boost::filtered_graph<Graph, boost::keep_all, InRange> g(d.graph, boost::keep_all(), keep);
+  const auto local_root = static_cast<GVertex>(root - offset);
   boost::dijkstra_shortest_paths(
-      g, static_cast<GVertex>(root),
+      g, local_root,
       boost::predecessor_map(
           boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
           .distance_map(
               boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
-          .weight_map(weight));
+          .weight_map(boost::get(&EdgeProps::cost_ps, g)));
   // Translate predecessor vertices into the entering link: among parallel edges pred -> v,
   // the cheapest with the lowest link id (deterministic).
-  std::vector<LinkId> out(static_cast<std::size_t>(hi - lo), -1);
-  for (VertexId v = lo; v < hi; ++v) {
-    const auto gv = static_cast<GVertex>(v);
-    if (v == root || pred[gv] == gv) continue;
+  std::vector<LinkId> out(n, -1);
+  for (GVertex v = 0; v < n; ++v) {
+    if (v == local_root || pred[v] == v) continue;
     LinkId best = -1;
     std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
-    for (auto [it, end] = boost::in_edges(gv, d.graph); it != end; ++it) {
-      if (boost::source(*it, d.graph) != pred[gv]) continue;
-      const EdgeProps& e = d.graph[*it];
+    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
+      if (boost::source(*it, g) != pred[v]) continue;
+      const EdgeProps& e = g[*it];
       if (e.cost_ps < best_cost || (e.cost_ps == best_cost && e.link < best)) {
         best = e.link;
         best_cost = e.cost_ps;
       }
     }
-    out[static_cast<std::size_t>(v - lo)] = best;
+    out[v] = best;
   }
   return out;
 }
@@ -141,16 +130,16 @@ const LocalTree& local_tree(const TopologyData& d, VertexId root) {
   const auto idx = static_cast<std::size_t>(root);
   std::call_once(d.cache->tree_once[idx], [&] {
     const Vertex& rv = d.vertices[idx];
-    VertexId lo = 0;
-    auto hi = static_cast<VertexId>(d.vertices.size());
-    if (rv.node >= 0) {
-      lo = d.nodes[static_cast<std::size_t>(rv.node)].first_vertex;
-      hi = d.nodes[static_cast<std::size_t>(rv.node)].end_vertex;
-    }
     auto tree = std::make_unique<LocalTree>();
     tree->root = root;
-    tree->first_vertex = lo;
-    tree->pred = dijkstra_preds(d, root, lo, hi);
+    if (rv.node >= 0) {
+      const NodeInfo& node = d.nodes[static_cast<std::size_t>(rv.node)];
+      tree->first_vertex = node.first_vertex;
+      tree->pred = dijkstra_preds(node.graph, root, node.first_vertex);
+    } else {
+      tree->first_vertex = 0;
+      tree->pred = dijkstra_preds(d.graph, root, 0);
+    }
     d.cache->trees[idx] = std::move(tree);
   });
   return *d.cache->trees[idx];
@@ -202,36 +191,33 @@ bool append_network_path(const TopologyData& d, VertexId nic_a, VertexId nic_b,
   return true;
 }
 
-void compute_routes(const TopologyData& d, GpuId src, SourceRoutes& r) {
-  const auto num_gpus = d.gpus.size();
-  r.offset.assign(num_gpus + 1, 0);
+// The route src -> dst following the rule of topology.h; `r` caches the source's NIC path.
+std::vector<LinkId> compute_route(const TopologyData& d, GpuId src, GpuId dst, SourceRoutes& r) {
   const GpuInfo& s = d.gpus[static_cast<std::size_t>(src)];
   const LocalTree& own = local_tree(d, s.vertex);
-  std::vector<LinkId> up;  // src -> its NIC
-  const bool have_up = s.nic != kNoVertex && append_tree_path(d, own, s.nic, up);
-  for (std::size_t dst = 0; dst < num_gpus; ++dst) {
-    r.offset[dst] = static_cast<std::uint32_t>(r.links.size());
-    if (static_cast<GpuId>(dst) == src) continue;
-    const GpuInfo& t = d.gpus[dst];
-    bool ok = false;
-    const std::size_t start = r.links.size();
-    if (t.node == s.node) {
-      ok = append_tree_path(d, own, t.vertex, r.links);
-    } else if (have_up && t.nic != kNoVertex) {
-      r.links.insert(r.links.end(), up.begin(), up.end());
-      ok = append_network_path(d, s.nic, t.nic, r.links) &&
-           append_tree_path(d, local_tree(d, t.nic), t.vertex, r.links);
-    }
-    if (!ok) {
-      // Fallback: fastest path in the whole graph (rail fabrics without spines, odd trees).
-      r.links.resize(start);
-      const auto pred = dijkstra_preds(d, s.vertex, 0, static_cast<VertexId>(d.vertices.size()));
-      const LocalTree whole{s.vertex, 0, pred};
-      [[maybe_unused]] const bool found = append_tree_path(d, whole, t.vertex, r.links);
-      assert(found && "the loader guarantees every GPU reaches every other");
-    }
+  if (!r.ready) {
+    r.have_up = s.nic != kNoVertex && append_tree_path(d, own, s.nic, r.up);
+    r.ready = true;
   }
-  r.offset[num_gpus] = static_cast<std::uint32_t>(r.links.size());
+  std::vector<LinkId> out;
+  const GpuInfo& t = d.gpus[static_cast<std::size_t>(dst)];
+  bool ok = false;
+  if (t.node == s.node) {
+    ok = append_tree_path(d, own, t.vertex, out);
+  } else if (r.have_up && t.nic != kNoVertex) {
+    out = r.up;
+    ok = append_network_path(d, s.nic, t.nic, out) &&
+         append_tree_path(d, local_tree(d, t.nic), t.vertex, out);
+  }
+  if (!ok) {
+    // Fallback: fastest path in the whole graph (rail fabrics without spines, odd trees).
+    out.clear();
+    if (r.whole.root == kNoVertex)
+      r.whole = LocalTree{s.vertex, 0, dijkstra_preds(d.graph, s.vertex, 0)};
+    [[maybe_unused]] const bool found = append_tree_path(d, r.whole, t.vertex, out);
+    assert(found && "the loader guarantees every GPU reaches every other");
+  }
+  return out;
 }
 
 }  // namespace
@@ -352,16 +338,13 @@ const Link& Topology::link(LinkId id) const {
 
 std::span<const LinkId> Topology::route(GpuId src, GpuId dst) const {
   assert(src >= 0 && src < num_gpus() && dst >= 0 && dst < num_gpus());
-  const auto s = static_cast<std::size_t>(src);
+  if (src == dst) return {};
   const detail::TopologyData& d = *data_;
-  std::call_once(d.cache->routes_once[s], [&] {
-    auto r = std::make_unique<detail::SourceRoutes>();
-    detail::compute_routes(d, src, *r);
-    d.cache->routes[s] = std::move(r);
-  });
-  const detail::SourceRoutes& r = *d.cache->routes[s];
-  const auto t = static_cast<std::size_t>(dst);
-  return std::span<const LinkId>(r.links).subspan(r.offset[t], r.offset[t + 1] - r.offset[t]);
+  detail::SourceRoutes& r = d.cache->routes[static_cast<std::size_t>(src)];
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.to.find(dst);
+  if (it == r.to.end()) it = r.to.emplace(dst, detail::compute_route(d, src, dst, r)).first;
+  return it->second;
 }
 
 Bandwidth Topology::bottleneck(std::span<const LinkId> route) const {
