@@ -18,6 +18,11 @@ Registry<ScheduleFactory> build_registry() {
          "Rajbhandari et al., ZeRO, SC 2020 (arXiv 1910.02054); Zhao et al., PyTorch FSDP, VLDB "
          "2023 (arXiv 2304.11277)",
          &generate_fsdp});
+  r.add({"tawpipe",
+         "topology-aware weight pipeline: device-bound shards, per-node groups staggered by one "
+         "slot, intra-node broadcast/reduce, inter-node P2P only to owners (options: groups=N, "
+         "grouping=on|off, overlap=on|off)",
+         "Wu & Chen, TawPipe, AAAI 2026 (arXiv 2511.09741)", &generate_tawpipe});
   return r;
 }
 

@@ -39,3 +39,19 @@ TEST(Schedules, OneFOneBRejectsUnevenLayers) {
 
 }  // namespace
 }  // namespace tawpipe::schedules
+
+namespace tawpipe::schedules {
+namespace {
+
+TEST(Schedules, TawpipeVerifies) {
+  using testing::small_input;
+  for (auto in : {small_input(2, 2, 4, 1), small_input(2, 2, 4, 3), small_input(3, 2, 6, 2),
+                  small_input(2, 2, 8, 2, 2), small_input(1, 4, 4, 2)}) {
+    const ir::Program p = testing::must_generate("tawpipe", in);
+    const ir::VerifyResult v = ir::verify(p);
+    EXPECT_TRUE(v.ok) << v.message << (v.details.empty() ? "" : "\n" + v.details.front());
+  }
+}
+
+}  // namespace
+}  // namespace tawpipe::schedules
