@@ -1,0 +1,106 @@
+/// \file
+/// One report schema for predicted (tawsim) and measured (tawexec) runs of a Program, so that
+/// `tawsim compare predicted.json measured.json` can set them side by side op class by op class.
+///
+/// Definitions (the same for both producers):
+///  - iteration time: from the first op start to the last op end over all ranks;
+///  - tokens per iteration: header.global_batch * header.seq_len;
+///  - model FLOPs: model::model_flops_per_token * tokens (causal attention counted as in cost.h);
+///    hardware FLOPs: the sum of all compute ops' Cost::flops (recomputation included);
+///  - MFU = model FLOPs / (iteration time * sum over ranks of the device's peak FLOP/s at the
+///    compute dtype); HFU likewise with hardware FLOPs;
+///  - per rank: `compute` = time the compute stream is busy; `exposed_comm` = time some
+///    communication op is in flight while the compute stream is idle; `idle` = the rest of the
+///    iteration (bubbles, waiting); `comm_sum` = summed durations of communication ops over all
+///    streams, as NCCL profilers report it (overlapped time counted);
+///  - per link: bytes carried, busy time (a flow was active), utilisation = bytes /
+///    (nominal capacity * iteration time).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ir/program.h"
+#include "common/units.h"
+
+namespace tawpipe::report {
+
+inline constexpr int kReportFormatVersion = 1;
+
+/// Start and end of one op of one rank (the trace).
+struct OpRecord {
+  ir::Rank rank = 0;
+  ir::OpIndex op = 0;
+  SimTime start;
+  SimTime end;
+  friend bool operator==(const OpRecord&, const OpRecord&) = default;
+};
+
+/// Totals of one op class over all ranks: compute classes (forward, backward, head, ...) and
+/// communication classes (send, recv, broadcast, reduce, all_reduce, all_gather,
+/// reduce_scatter, copy). `name` is the IR's name of the compute or collective kind.
+struct OpClassTotals {
+  std::string name;
+  std::int64_t count = 0;
+  SimTime total;       ///< summed durations
+  double bytes = 0.0;  ///< communication bytes (message sizes as in the IR), 0 for compute
+  double flops = 0.0;  ///< compute FLOPs, 0 for communication
+  friend bool operator==(const OpClassTotals&, const OpClassTotals&) = default;
+};
+
+struct RankStats {
+  SimTime compute;
+  SimTime exposed_comm;
+  SimTime idle;
+  SimTime comm_sum;
+  std::uint64_t peak_memory_bytes = 0;
+  std::uint64_t memory_capacity_bytes =
+      0;  ///< usable device memory (capacity - reserve); 0 = unknown
+  bool oom = false;
+  double intra_node_bytes_sent = 0.0;
+  double inter_node_bytes_sent = 0.0;
+  friend bool operator==(const RankStats&, const RankStats&) = default;
+};
+
+struct LinkStats {
+  std::string name;        ///< topology link name
+  std::string link_class;  ///< nvlink, nvswitch, pcie, cpu_link, nic, network
+  bool inter_node = false;
+  double capacity_bytes_per_second = 0.0;
+  double bytes = 0.0;
+  SimTime busy;
+  double utilisation = 0.0;
+  friend bool operator==(const LinkStats&, const LinkStats&) = default;
+};
+
+struct Report {
+  int format_version = kReportFormatVersion;
+  std::string kind;      ///< "predicted" or "measured"
+  std::string producer;  ///< e.g. "tawsim 0.1.0", "tawexec 0.1.0 (host backend)"
+  ir::Header header;     ///< of the Program that ran
+  std::int32_t ranks = 0;
+  SimTime iteration_time;
+  double tokens_per_iteration = 0.0;
+  double tokens_per_second = 0.0;
+  double model_flops = 0.0;
+  double hardware_flops = 0.0;
+  double peak_flops_per_second = 0.0;  ///< summed over ranks, at the compute dtype
+  double mfu = 0.0;
+  double hfu = 0.0;
+  std::vector<RankStats> rank_stats;
+  std::vector<LinkStats> links;  ///< predicted only (empty when measured)
+  std::vector<OpClassTotals> op_classes;
+  std::vector<OpRecord> ops;  ///< may be empty (not requested) or partial (rank filter)
+  friend bool operator==(const Report&, const Report&) = default;
+};
+
+/// Versioned JSON (nlohmann). Round-trips exactly. Errors carry file, line, column, key path.
+void write_report_json(const Report& report, std::ostream& out);
+Expected<Report> read_report_json(std::string_view text, std::string_view file_name);
+Expected<Report> read_report_file(const std::string& path);
+
+}  // namespace tawpipe::report
