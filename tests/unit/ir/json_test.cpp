@@ -1,0 +1,224 @@
+// JSON I/O: exact round trips of the fixtures, and located errors for bad input.
+#include "common/ir/json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/ir/verifier.h"
+#include "tests/unit/ir/fixtures.h"
+
+namespace tawpipe::ir {
+namespace {
+
+using ::testing::HasSubstr;
+
+Program fixture(int i) {
+  switch (i) {
+    case 0:
+      return testing::pipeline_program();
+    case 1:
+      return testing::data_parallel_program();
+    case 2:
+      return testing::fsdp_program();
+    default:
+      return testing::weight_passing_program();
+  }
+}
+
+// 1-based line and column of byte `offset` in `text`.
+std::pair<int, int> where(const std::string& text, std::size_t offset) {
+  int line = 1;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      start = i + 1;
+    }
+  return {line, static_cast<int>(offset - start) + 1};
+}
+
+std::string replace_first(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  return text;
+}
+
+Error read_error(const std::string& text) {
+  auto r = read_program_json(text, "bad.json");
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return Error{};
+  return r.error();
+}
+
+TEST(Json, ExactRoundTrip) {
+  for (int i = 0; i < 4; ++i) {
+    const Program p = fixture(i);
+    const std::string first = program_to_json(p);
+    auto back = read_program_json(first, "mem.json");
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_TRUE(*back == p) << "fixture " << i;
+    EXPECT_EQ(program_to_json(*back), first);
+    EXPECT_TRUE(verify(*back).ok);
+  }
+}
+
+TEST(Json, RoundTripKeepsIrregularFields) {
+  Program p = testing::weight_passing_program();
+  p.ranks[0].ops[0].layer_begin = 7;              // send: a field the row does not carry
+  p.ranks[0].ops[0].compute = ComputeKind::head;  // ditto
+  p.ranks[1].ops[3].group = 42;                   // compute op in a group
+  p.ranks[1].ops[3].bytes = 9;
+  p.costs[0].flops[1] = -0.0;
+  p.costs[0].bytes[2] = 1.0 / 3.0;
+  p.header.options["quote\"and\\slash\n"] = "tab\tvalue";
+  const std::string first = program_to_json(p);
+  auto back = read_program_json(first, "mem.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(*back == p);
+  EXPECT_TRUE(std::signbit(back->costs[0].flops[1]));
+  EXPECT_EQ(program_to_json(*back), first);
+}
+
+TEST(Json, OneLinePerOp) {
+  const Program p = testing::pipeline_program();
+  const std::string text = program_to_json(p);
+  EXPECT_THAT(text, HasSubstr("\n[\"send\",1,[3],1,0,100,5,-1]"));
+  EXPECT_THAT(text, HasSubstr("\n[\"forward\",0,[],0,1,0,0,[1,4],[5]]"));
+  EXPECT_THAT(text, HasSubstr("\n[\"all_reduce\",1,[24],0,-1,1000,2,2,-1]"));
+}
+
+TEST(Json, TruncatedInput) {
+  const std::string text = program_to_json(testing::pipeline_program());
+  const std::string cut = text.substr(0, text.size() / 2);
+  const Error e = read_error(cut);
+  EXPECT_EQ(e.file, "bad.json");
+  EXPECT_THAT(e.message, HasSubstr("invalid JSON"));
+  const auto [line, column] = where(cut, cut.size());
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.column, column);
+  EXPECT_THAT(e.key_path, ::testing::StartsWith("ranks["));
+}
+
+TEST(Json, WrongVersion) {
+  const std::string text = replace_first(program_to_json(testing::pipeline_program()),
+                                         "\"format_version\":1", "\"format_version\":2");
+  const Error e = read_error(text);
+  EXPECT_EQ(e.key_path, "format_version");
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, static_cast<int>(text.find(":2") + 2));
+  EXPECT_THAT(e.message, HasSubstr("unsupported format_version 2"));
+}
+
+TEST(Json, UnknownOpKind) {
+  const std::string text =
+      replace_first(program_to_json(testing::pipeline_program()), "[\"forward\",", "[\"forwrd\",");
+  const Error e = read_error(text);
+  const auto [line, column] = where(text, text.find("\"forwrd\""));
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.column, column);
+  EXPECT_EQ(e.key_path, "ranks[0].ops[3].kind");
+  EXPECT_EQ(e.message, "unknown op kind 'forwrd' (did you mean 'forward'?)");
+  EXPECT_EQ(e.to_string(), "bad.json:" + std::to_string(line) + ":" + std::to_string(column) +
+                               ": ranks[0].ops[3].kind: unknown op kind 'forwrd' (did you mean "
+                               "'forward'?)");
+}
+
+TEST(Json, WrongType) {
+  const std::string text = replace_first(program_to_json(testing::pipeline_program()),
+                                         "\"layers\":2", "\"layers\":\"2\"");
+  const Error e = read_error(text);
+  EXPECT_EQ(e.key_path, "header.layers");
+  const auto [line, column] = where(text, text.find("\"2\""));
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.column, column);
+  EXPECT_EQ(e.message, "expected an integer, got a string");
+}
+
+TEST(Json, OutOfRangeBufferId) {
+  const std::string text =
+      replace_first(program_to_json(testing::pipeline_program()), "\n[\"send\",1,[3],1,0,100,5,-1]",
+                    "\n[\"send\",1,[3],1,0,100,99,-1]");
+  const Error e = read_error(text);
+  EXPECT_EQ(e.key_path, "ranks[0].ops[4].buffer");
+  const auto [line, column] = where(text, text.find(",99,") + 1);
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.column, column);
+  EXPECT_EQ(e.message, "buffer id 99 out of range [-1, 11]");
+}
+
+TEST(Json, UnknownKeyAndMissingKey) {
+  const std::string base = program_to_json(testing::pipeline_program());
+  const Error e1 = read_error(replace_first(base, "\"streams\":", "\"stream\":[],\"streams\":"));
+  EXPECT_EQ(e1.key_path, "stream");
+  EXPECT_THAT(e1.message, HasSubstr("unknown key 'stream' (did you mean 'streams'?)"));
+  const Error e2 = read_error(replace_first(base, "\"model\":\"tiny\",", ""));
+  EXPECT_EQ(e2.key_path, "header");
+  EXPECT_EQ(e2.message, "missing key 'model'");
+  EXPECT_EQ(e2.line, 2);
+  EXPECT_EQ(e2.column, 10);
+}
+
+TEST(Json, MissingFile) {
+  auto r = read_program_file("/nonexistent/dir/x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().file, "/nonexistent/dir/x.json");
+}
+
+TEST(Json, FileRoundTrip) {
+  const Program p = testing::fsdp_program();
+  const std::string path = ::testing::TempDir() + "/ir_fsdp.json";
+  {
+    std::ofstream out(path);
+    write_program_json(p, out);
+  }
+  auto back = read_program_file(path);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(*back == p);
+}
+
+// Garbage never crashes the reader (nor the verifier on what it accepts).
+TEST(Json, MutatedInputsDoNotCrash) {
+  const std::string base = program_to_json(testing::weight_passing_program());
+  std::uint64_t seed = 99;
+  const auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  static constexpr char kAlphabet[] = "{}[]\",:-0123456789e.aqtrue\n ";
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < edits; ++k) {
+      const std::size_t at = next() % text.size();
+      switch (next() % 3) {
+        case 0:
+          text[at] = kAlphabet[next() % (sizeof kAlphabet - 1)];
+          break;
+        case 1:
+          text.erase(at, 1 + next() % 8);
+          break;
+        default:
+          text.insert(at, 1, kAlphabet[next() % (sizeof kAlphabet - 1)]);
+      }
+      if (text.empty()) text = "[";
+    }
+    auto r = read_program_json(text, "fuzz.json");
+    if (r.ok()) {
+      (void)verify(*r);
+    } else {
+      EXPECT_GT(r.error().line, 0) << r.error().to_string();
+      EXPECT_GT(r.error().column, 0) << r.error().to_string();
+    }
+  }
+  for (const char* text : {"", "[", "{", "nul", "\"", "{\"format_version\":1}", "[[[[[[[[[[",
+                           "{\"format_version\":18446744073709551615}", "1e999"}) {
+    auto r = read_program_json(text, "x.json");
+    EXPECT_FALSE(r.ok()) << text;
+  }
+}
+
+}  // namespace
+}  // namespace tawpipe::ir
