@@ -23,6 +23,10 @@ Registry<ScheduleFactory> build_registry() {
          "slot, intra-node broadcast/reduce, inter-node P2P only to owners (options: groups=N, "
          "grouping=on|off, overlap=on|off)",
          "Wu & Chen, TawPipe, AAAI 2026 (arXiv 2511.09741)", &generate_tawpipe});
+  r.add({"weipipe",
+         "weight-passing ring: forward weights, backward weights and gradient partial sums "
+         "circulate rank -> rank+1 each turn (option: variant=interleave|naive)",
+         "Lin et al., WeiPipe, PPoPP 2025 (DOI 10.1145/3710848.3710869)", &generate_weipipe});
   return r;
 }
 

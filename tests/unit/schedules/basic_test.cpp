@@ -55,3 +55,23 @@ TEST(Schedules, TawpipeVerifies) {
 
 }  // namespace
 }  // namespace tawpipe::schedules
+
+namespace tawpipe::schedules {
+namespace {
+
+TEST(Schedules, WeipipeVerifies) {
+  using testing::small_input;
+  for (const char* variant : {"interleave", "naive"}) {
+    for (auto in : {small_input(2, 2, 4, 2), small_input(2, 2, 4, 1), small_input(3, 2, 6, 3),
+                    small_input(2, 2, 8, 2, 2), small_input(1, 3, 3, 2)}) {
+      in.options["variant"] = variant;
+      const ir::Program p = testing::must_generate("weipipe", in);
+      const ir::VerifyResult v = ir::verify(p);
+      EXPECT_TRUE(v.ok) << variant << ": " << v.message
+                        << (v.details.empty() ? "" : "\n" + v.details.front());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tawpipe::schedules
