@@ -310,8 +310,9 @@ Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
           } else {
             sum = s.gs[t % 2];
             const Deps deps{s.local_grad[lx]};
-            b.compute(r, s_ring, ComputeKind::accumulate, s.own.layer_begin, s.own.layer_end,
-                      ir::kNone, c_acc, {s.gl[lx]}, {sum}, deps.span());
+            const std::int32_t k = shard_b(i, t - 1);  // the shard back-propagated in t-1
+            b.compute(r, s_ring, ComputeKind::accumulate, k * Ls, (k + 1) * Ls, ir::kNone, c_acc,
+                      {s.gl[lx]}, {sum}, deps.span());
           }
         }
         const bool gsend = ga.kind != GradAct::none && ga.dest != i;
