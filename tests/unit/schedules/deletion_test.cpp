@@ -43,7 +43,14 @@ TEST_P(Deletion, EveryCommAndComputeOpIsNeeded) {
 INSTANTIATE_TEST_SUITE_P(
     Small, Deletion,
     ::testing::Values(Case{"1f1b", 2, 2, 4, 3, 1, {}}, Case{"1f1b", 2, 2, 4, 2, 2, {}},
-                      Case{"fsdp", 2, 2, 4, 2, 1, {}}, Case{"fsdp", 2, 2, 2, 1, 2, {}}),
+                      Case{"fsdp", 2, 2, 4, 2, 1, {}}, Case{"fsdp", 2, 2, 2, 1, 2, {}},
+                      Case{"tawpipe", 2, 2, 4, 1, 1, {}}, Case{"tawpipe", 2, 2, 4, 2, 1, {}},
+                      Case{"tawpipe", 3, 2, 6, 1, 1, {}}, Case{"tawpipe", 2, 2, 4, 1, 2, {}},
+                      Case{"tawpipe", 2, 2, 4, 1, 1, {{"overlap", "off"}}},
+                      Case{"tawpipe", 2, 2, 4, 1, 1, {{"grouping", "off"}}},
+                      Case{"weipipe", 2, 2, 4, 2, 1, {}},
+                      Case{"weipipe", 2, 2, 4, 2, 1, {{"variant", "naive"}}},
+                      Case{"weipipe", 1, 3, 3, 1, 1, {}}, Case{"weipipe", 2, 2, 4, 1, 2, {}}),
     [](const ::testing::TestParamInfo<Case>& param) {
       const std::string n = param.param.method;
       return (n == "1f1b" ? std::string("onefoneb") : n) + std::to_string(param.index);
