@@ -407,6 +407,7 @@ void Reader::rank(const json& v, const Program& p, RankProgram* rp) {
   const json& ops = member(v, "ops");
   auto s = key("ops");
   array(ops);
+  rp->ops.reserve(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
     auto so = index(i);
     op(ops[i], p, rp, ops.size());

@@ -11,45 +11,67 @@
 namespace tawpipe::ir {
 namespace {
 
+// Appends JSON tokens to a string, flushed to the stream in large chunks (no per-token
+// ostream overhead).
 class Writer {
  public:
-  explicit Writer(std::ostream& out) : out_(out) {}
+  explicit Writer(std::ostream* out = nullptr) : out_(out) {}
+  ~Writer() { flush(); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
 
-  void raw(std::string_view s) { out_ << s; }
+  void flush() {
+    if (out_ && !buf_.empty()) out_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    if (out_) buf_.clear();
+  }
+  const std::string& text() const { return buf_; }
+
+  void raw(std::string_view s) {
+    buf_ += s;
+    if (out_ && buf_.size() > (1u << 20)) flush();
+  }
   void str(std::string_view s) {
-    out_ << '"';
+    buf_ += '"';
     for (const char c : s) {
       const auto u = static_cast<unsigned char>(c);
       if (c == '"' || c == '\\') {
-        out_ << '\\' << c;
+        buf_ += '\\';
+        buf_ += c;
       } else if (u < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", u);
-        out_ << buf;
+        char esc[8];
+        std::snprintf(esc, sizeof esc, "\\u%04x", u);
+        buf_ += esc;
       } else {
-        out_ << c;
+        buf_ += c;
       }
     }
-    out_ << '"';
+    buf_ += '"';
   }
-  void num(std::int64_t v) { out_ << v; }
-  void unum(std::uint64_t v) { out_ << v; }
+  template <class Int>
+  void integer(Int v) {
+    char tmp[24];
+    const auto res = std::to_chars(tmp, tmp + sizeof tmp, v);
+    buf_.append(tmp, res.ptr);
+  }
+  void num(std::int64_t v) { integer(v); }
+  void unum(std::uint64_t v) { integer(v); }
   // Shortest text that reads back to the same double, always with a '.' or exponent so that
   // readers see a float (and -0.0 keeps its sign).
   void dbl(double v) {
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof buf, v);
-    std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));
-    out_ << s;
-    if (s.find_first_of(".en") == std::string_view::npos) out_ << ".0";
+    char tmp[64];
+    const auto res = std::to_chars(tmp, tmp + sizeof tmp, v);
+    const std::string_view t(tmp, static_cast<std::size_t>(res.ptr - tmp));
+    buf_ += t;
+    if (t.find_first_of(".en") == std::string_view::npos) buf_ += ".0";
   }
   void key(std::string_view k) {
     str(k);
-    out_ << ':';
+    buf_ += ':';
   }
 
  private:
-  std::ostream& out_;
+  std::ostream* out_;
+  std::string buf_;
 };
 
 void write_tensor(Writer& w, const TensorRef& t) {
@@ -173,8 +195,7 @@ void write_op(Writer& w, const RankProgram& rp, const Op& op) {
   }
   // Overrides: non-default values of fields the row does not carry (exact round trip).
   const Op dflt;
-  std::ostringstream extra;
-  Writer x(extra);
+  Writer x;
   bool any = false;
   const auto field = [&](const char* k) {
     x.raw(any ? "," : "{");
@@ -202,9 +223,9 @@ void write_op(Writer& w, const RankProgram& rp, const Op& op) {
     write_list(x, wr);
   }
   if (any) {
-    extra << '}';
+    x.raw("}");
     w.raw(",");
-    w.raw(extra.str());
+    w.raw(x.text());
   }
   w.raw("]");
 }
@@ -212,7 +233,7 @@ void write_op(Writer& w, const RankProgram& rp, const Op& op) {
 }  // namespace
 
 void write_program_json(const Program& p, std::ostream& out) {
-  Writer w(out);
+  Writer w(&out);
   const Header& h = p.header;
   w.raw("{\"format\":\"tawpipe-ir\",\"format_version\":");
   w.num(h.format_version);

@@ -1,5 +1,6 @@
 // Stage 4 of the verifier, continued: what each compute kind reads, writes and adds (program.h,
 // "Exact content rules"). Operands are found by buffer role.
+#include <algorithm>
 #include <array>
 
 #include "common/ir/text.h"
@@ -80,6 +81,19 @@ TensorRef block(TensorKind kind, std::int32_t begin, std::int32_t end) {
   return t;
 }
 
+// Operands of one slot: the count, and the first few ids (the shape check allows at most 1).
+struct Operands {
+  std::array<BufferId, 4> ids{};
+  std::size_t count = 0;
+  void push_back(BufferId b) {
+    if (count < ids.size()) ids[count] = b;
+    ++count;
+  }
+  std::size_t size() const { return count; }
+  const BufferId* begin() const { return ids.data(); }
+  const BufferId* end() const { return ids.data() + std::min(count, ids.size()); }
+};
+
 }  // namespace
 
 Check Dataflow::compute(Rank rank, OpIndex index) {
@@ -118,7 +132,7 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
   }
 
   // Classify operands by role and check the counts.
-  std::array<std::vector<BufferId>, kSlots> in, out;
+  std::array<Operands, kSlots> in, out;
   for (BufferId b : reads(rp, op)) {
     const std::size_t s = slot_of(rp.buffers[static_cast<std::size_t>(b)].role);
     if (s < kSlots) in[s].push_back(b);
