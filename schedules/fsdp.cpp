@@ -111,9 +111,13 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
       }
       const detail::Owned emb =
           detail::declare_owned(e, r, "emb", detail::embedding_ref(p, R), emb_piece, wb, 4);
+      // Two persistent gathered-block buffers (the prefetch window: DeepSpeed's max live
+      // parameters of about one block plus the prefetched one); the much larger embedding unit
+      // is gathered into a transient buffer only around its uses.
       const ir::BufferId full[2] = {
-          e.buffer(r, "full.0", layer_full, BufferRole::weight_staging, false),
-          e.buffer(r, "full.1", layer_full, BufferRole::weight_staging, false)};
+          e.buffer(r, "full.0", layer_full, BufferRole::weight_staging, true),
+          e.buffer(r, "full.1", layer_full, BufferRole::weight_staging, true)};
+      OpIndex full_reader[2] = {ir::kNone, ir::kNone};
       const ir::BufferId full_emb =
           e.buffer(r, "full.emb", emb_full, BufferRole::weight_staging, false);
       const ir::BufferId gfull[2] = {
@@ -123,8 +127,8 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
           e.buffer(r, "gfull.emb", emb_full, BufferRole::gradient_staging, false);
       const auto lp_bytes = static_cast<std::uint64_t>(layer_piece * wb);
       const ir::BufferId gpiece[2] = {
-          e.buffer(r, "gpiece.0", lp_bytes, BufferRole::gradient_staging, false),
-          e.buffer(r, "gpiece.1", lp_bytes, BufferRole::gradient_staging, false)};
+          e.buffer(r, "gpiece.0", lp_bytes, BufferRole::gradient_staging, true),
+          e.buffer(r, "gpiece.1", lp_bytes, BufferRole::gradient_staging, true)};
       const ir::BufferId gpiece_emb =
           e.buffer(r, "gpiece.emb", static_cast<std::uint64_t>(emb_piece * wb),
                    BufferRole::gradient_staging, false);
@@ -156,8 +160,12 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
         const Use& u = uses[static_cast<std::size_t>(j % static_cast<std::int64_t>(uses.size()))];
         const ir::BufferId dst = slot_of[k];
         const bool is_emb = u.unit == ir::kEmbeddingLayer;
-        e.alloc(r, s_ag, dst);
-        const Deps none;
+        Deps none;
+        if (is_emb) {
+          e.alloc(r, s_ag, dst);
+        } else {
+          none.add(full_reader[dst == full[0] ? 0 : 1]);  // overwrite after the last reader
+        }
         gathered[k] = e.builder().collective(
             r, s_ag, ir::CollectiveKind::all_gather, shard_comm, ir::kNone,
             Bytes(is_emb ? emb_full : layer_full),
@@ -171,13 +179,14 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
       auto reduce_scatter = [&](OpIndex after, ir::BufferId src, ir::BufferId piece_buf,
                                 const detail::Owned& dst, std::uint64_t full_bytes,
                                 ir::CostId acc_cost) {
-        e.alloc(r, s_rs, piece_buf);
+        const bool transient = piece_buf == gpiece_emb;
+        if (transient) e.alloc(r, s_rs, piece_buf);
         const Deps deps{after};
         e.builder().collective(r, s_rs, ir::CollectiveKind::reduce_scatter, shard_comm, ir::kNone,
                                Bytes(full_bytes), src, piece_buf, deps.span());
         e.builder().compute(r, s_rs, ComputeKind::accumulate, dst.layer_begin, dst.layer_end,
                             ir::kNone, acc_cost, {piece_buf}, {dst.grad});
-        e.free(r, s_rs, piece_buf);
+        if (transient) e.free(r, s_rs, piece_buf);
         last_rs = e.free(r, s_rs, src);
       };
 
@@ -208,15 +217,16 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
         } else if (!u.backward) {
           const auto l = static_cast<std::size_t>(u.unit);
           e.alloc(r, compute, act[l + 1]);
+          OpIndex fwd_op = ir::kNone;
           if (stash_bytes) {
             e.alloc(r, compute, stash[l]);
-            b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
-                      {w, act[l]}, {act[l + 1], stash[l]}, deps.span());
+            fwd_op = b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
+                               {w, act[l]}, {act[l + 1], stash[l]}, deps.span());
           } else {
-            b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
-                      {w, act[l]}, {act[l + 1]}, deps.span());
+            fwd_op = b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
+                               {w, act[l]}, {act[l + 1]}, deps.span());
           }
-          e.free(r, compute, w);
+          full_reader[w == full[0] ? 0 : 1] = fwd_op;
         } else {
           const auto l = static_cast<std::size_t>(u.unit);
           const ir::BufferId g = gfull[backward_count % 2];
@@ -230,7 +240,7 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
                               {w, act[l], agrad[l + 1], stash[l]}, {agrad[l], g}, deps.span())
                   : b.compute(r, compute, ComputeKind::backward, u.unit, u.unit + 1, sample, c_bwd,
                               {w, act[l], agrad[l + 1]}, {agrad[l], g}, deps.span());
-          e.free(r, compute, w);
+          full_reader[w == full[0] ? 0 : 1] = bwd;
           e.free(r, compute, act[l]);
           e.free(r, compute, agrad[l + 1]);
           if (stash_bytes) e.free(r, compute, stash[l]);
