@@ -1,0 +1,222 @@
+// `tawsim [options]`: resolves the workload (topology, model, training configuration, --set
+// overrides), then lists, prints, emits IR or simulates.
+#include <fmt/format.h>
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/io.h"
+#include "common/ir/json.h"
+#include "common/ir/verifier.h"
+#include "common/model/presets.h"
+#include "common/topology/describe.h"
+#include "common/topology/loader.h"
+#include "common/units.h"
+#include "schedules/schedule.h"
+#include "schedules/workload.h"
+#include "sim/cli/cli.h"
+
+namespace po = boost::program_options;
+
+namespace tawpipe::cli {
+namespace {
+
+constexpr const char* kExamples = R"(Examples:
+  tawsim --topology 3x8-a100                     # all methods, the paper's headline workload
+  tawsim --topology 3x8-a100 --print-topology    # nodes, fabrics, NICs, bisection bandwidth
+  tawsim --topology 3x8-a100 --set inter_node.nic.bandwidth=100Gb/s --print-topology
+  tawsim --topology 3x8-a100 --schedule tawpipe --seq-len 8192 --emit-ir tawpipe.ir.json
+  tawsim verify tawpipe.ir.json
+  tawsim --model llama3-70b --print-model
+  tawsim --list-topologies | --list-models | --list-schedules
+)";
+
+struct Options {
+  schedules::WorkloadSpec spec;
+  std::string schedule = "all";
+  std::optional<std::string> seq_len, micro_batch, micro_batches, global_batch, dtype, recompute;
+  std::optional<int> dp;
+  std::string emit_ir;
+  std::string dot_file;
+  bool print_topology = false;
+  bool print_model = false;
+  bool list_topologies = false;
+  bool list_models = false;
+  bool list_schedules = false;
+};
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "tawsim: %s\n", e.to_string().c_str());
+  return kExitUsage;
+}
+
+void print_model(const model::ModelConfig& m) {
+  const model::ParamCounts p = model::param_counts(m);
+  std::cout << fmt::format(
+      "model {}: {} layers, hidden {}, FFN {}, heads {} (kv {}), vocab {}{}\n"
+      "  parameters: {:.3f} B total, {:.3f} B decoder, {} per layer, {:.1f} M embedding\n"
+      "  one layer in 16-bit: {}\n",
+      m.name, m.layers, m.hidden, m.effective_ffn(), m.heads, m.effective_kv_heads(), m.vocab,
+      m.tied_embeddings ? ", tied embeddings" : "", static_cast<double>(p.total) / 1e9,
+      static_cast<double>(p.decoder) / 1e9, p.per_layer, static_cast<double>(p.embedding) / 1e6,
+      pretty(Bytes(static_cast<std::uint64_t>(p.per_layer) * 2)));
+  if (!m.reference.empty()) std::cout << "  source: " << m.reference << "\n";
+}
+
+// The workload flags are --set items under the hood, so --sweep can vary them the same way.
+void add_flag_sets(const Options& o, std::vector<std::string>& sets) {
+  std::vector<std::string> flags;
+  if (o.seq_len) flags.push_back("train.seq_len=" + *o.seq_len);
+  if (o.micro_batch) flags.push_back("train.micro_batch_size=" + *o.micro_batch);
+  if (o.micro_batches) {
+    flags.push_back("train.micro_batches=" + *o.micro_batches);
+    if (!o.global_batch) flags.push_back("train.global_batch=0");
+  }
+  if (o.global_batch) flags.push_back("train.global_batch=" + *o.global_batch);
+  if (o.dtype) flags.push_back("train.compute_dtype=" + *o.dtype);
+  if (o.recompute) flags.push_back("train.recompute=" + *o.recompute);
+  if (o.dp) flags.push_back("dp=" + std::to_string(*o.dp));
+  sets.insert(sets.begin(), flags.begin(), flags.end());  // explicit --set items win
+}
+
+int emit_programs(const schedules::Workload& w, const std::vector<schedules::ScheduleVariant>& vs,
+                  const std::string& pattern) {
+  if (vs.size() > 1 && pattern.find("{}") == std::string::npos) {
+    return fail(
+        make_error("--emit-ir with several schedules needs '{}' in the file name "
+                   "(replaced by each schedule), e.g. --emit-ir run.{}.ir.json"));
+  }
+  // Generate and verify everything first: nothing is written unless all of it is valid.
+  std::vector<std::pair<std::string, ir::Program>> outputs;
+  for (const auto& v : vs) {
+    auto program = schedules::build_program(w, v);
+    if (!program.ok()) return fail(program.error().at("--schedule " + v.label, 0, 0, ""));
+    const ir::VerifyResult r = ir::verify(*program);
+    if (!r.ok) {
+      std::fprintf(stderr, "tawsim: internal error: generated %s program is invalid: %s\n",
+                   v.label.c_str(), r.message.c_str());
+      return 70;
+    }
+    std::string file = pattern;
+    if (auto pos = file.find("{}"); pos != std::string::npos) file.replace(pos, 2, v.label);
+    outputs.emplace_back(std::move(file), std::move(*program));
+  }
+  for (const auto& [file, program] : outputs) {
+    Status s = write_file_with(file, [&](std::ostream& out) {
+      ir::write_program_json(program, out);
+      return Status::success();
+    });
+    if (!s.ok()) return fail(s.error());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main_command(const std::vector<std::string>& args) {
+  Options o;
+  po::options_description workload("Workload");
+  // clang-format off
+  workload.add_options()
+    ("topology,t", po::value(&o.spec.topology), "topology name (--list-topologies) or YAML path "
+                                                "[3x8-a100]")
+    ("model,m", po::value(&o.spec.model), "model preset (--list-models) or YAML path "
+                                          "[llama-h4096-l48]")
+    ("schedule,s", po::value(&o.schedule), "comma list of methods, 'all', or variants with "
+                                           "options: tawpipe[overlap=off] [all]")
+    ("dp", po::value<int>()->notifier([&](int v) { o.dp = v; }),
+     "data-parallel replicas of every method [1]")
+    ("seq-len", po::value<std::string>()->notifier([&](const std::string& v) { o.seq_len = v; }),
+     "tokens per sequence [16384]")
+    ("micro-batch", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.micro_batch = v; }), "sequences per micro-batch [1]")
+    ("micro-batches", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.micro_batches = v; }), "micro-batches per data-parallel worker (instead of --global-batch)")
+    ("global-batch", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.global_batch = v; }), "sequences per iteration over all workers [1536]")
+    ("dtype", po::value<std::string>()->notifier([&](const std::string& v) { o.dtype = v; }),
+     "compute dtype: bf16, fp16, fp32 [fp16]")
+    ("recompute", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.recompute = v; }), "activation recomputation: none, selective, full [full]")
+    ("set", po::value(&o.spec.sets)->composing(),
+     "KEY=VALUE override, repeatable: a topology field by YAML key path "
+     "(inter_node.nic.bandwidth=100Gb/s), model.KEY, train.KEY, SCHEDULE.KEY (tawpipe.groups=3)");
+  po::options_description actions("Actions");
+  actions.add_options()
+    ("print-topology", po::bool_switch(&o.print_topology), "print a summary of the topology")
+    ("dot", po::value(&o.dot_file), "write the topology graph in Graphviz DOT to FILE")
+    ("print-model", po::bool_switch(&o.print_model), "print the model's dimensions and sizes")
+    ("emit-ir", po::value(&o.emit_ir), "write each schedule's IR (JSON) to FILE ('{}' = schedule)")
+    ("list-topologies", po::bool_switch(&o.list_topologies), "list the shipped topologies")
+    ("list-models", po::bool_switch(&o.list_models), "list the model presets")
+    ("list-schedules", po::bool_switch(&o.list_schedules), "list the methods with their papers")
+    ("help,h", "print this help with examples")
+    ("version", "print the version");
+  // clang-format on
+  po::options_description all;
+  all.add(workload).add(actions);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(make_error(std::string(e.what()) + " (see tawsim --help)"));
+  }
+  if (vm.count("help")) {
+    std::cout << "Usage: tawsim [options]\n"
+                 "       tawsim verify FILE.ir.json...\n\n"
+              << workload << "\n"
+              << actions << "\n"
+              << kExamples;
+    return kExitOk;
+  }
+  if (vm.count("version")) {
+    std::cout << "tawsim " TAWPIPE_VERSION "\n";
+    return kExitOk;
+  }
+  if (o.list_topologies) {
+    for (const auto& t : topo::list_shipped_topologies()) {
+      std::cout << fmt::format("{:<22} {}\n", t.name, t.description);
+    }
+    return kExitOk;
+  }
+  if (o.list_models) {
+    std::cout << model::list_models();
+    return kExitOk;
+  }
+  if (o.list_schedules) {
+    std::cout << schedules::list_schedules();
+    return kExitOk;
+  }
+
+  auto variants = schedules::parse_schedule_list(o.schedule);
+  if (!variants.ok()) return fail(variants.error().at("--schedule", 0, 0, ""));
+  add_flag_sets(o, o.spec.sets);
+  auto w = schedules::resolve_workload(o.spec);
+  if (!w.ok()) return fail(w.error());
+
+  if (!o.dot_file.empty()) {
+    Status s = write_file_with(o.dot_file, [&](std::ostream& out) {
+      topo::write_dot(w->topology, out);
+      return Status::success();
+    });
+    if (!s.ok()) return fail(s.error());
+  }
+  if (o.print_topology) std::cout << topo::describe(w->topology);
+  if (o.print_model) print_model(w->model);
+  if (!o.emit_ir.empty()) return emit_programs(*w, *variants, o.emit_ir);
+  if (o.print_topology || o.print_model || !o.dot_file.empty()) return kExitOk;
+
+  // Until the simulator is wired in, the default action summarises the workload.
+  std::cout << topo::describe(w->topology);
+  print_model(w->model);
+  return kExitOk;
+}
+
+}  // namespace tawpipe::cli
