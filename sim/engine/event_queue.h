@@ -7,8 +7,9 @@
 ///  - Every push takes the next value of a per-queue sequence counter; events at the same time
 ///    therefore pop in insertion order (FIFO). The order is a pure function of the calls made,
 ///    which is what makes two runs of one simulation byte-identical.
-///  - The payload is a 16-byte POD (`Event`), stored inline in the heap: scheduling an event
-///    never allocates once the heap's vector has grown to its working size.
+///  - The payload is a 16-byte POD (`Event`) kept in a slot table beside the heap, whose entries
+///    are 24 bytes (time, sequence, slot, generation): sifting moves small entries, and
+///    scheduling never allocates once the vectors have grown to their working size.
 ///  - Flow completion events are rescheduled whenever the max-min solver changes a rate, so
 ///    cancellation must be cheap. It is lazy: `cancel()` bumps the generation of the event's
 ///    slot in O(1); the stale heap entry is dropped when it reaches the top, and the heap is
@@ -95,21 +96,23 @@ class EventQueue {
     std::uint64_t sequence;
     std::uint32_t slot;
     std::uint32_t generation;
+  };
+  struct Slot {
     Event event;
+    std::uint32_t generation = 0;  ///< bumped when the slot's event fires or is cancelled
   };
   static bool before(const Entry& a, const Entry& b) {
     return a.time_ps < b.time_ps || (a.time_ps == b.time_ps && a.sequence < b.sequence);
   }
-  bool is_live(const Entry& e) const { return generations_[e.slot] == e.generation; }
+  bool is_live(const Entry& e) const { return slots_[e.slot].generation == e.generation; }
   void release_slot(std::uint32_t slot);
   void drop_stale_top();
   void remove_top();
   void sift_up(std::size_t index);
-  void sift_down(std::size_t index);
   void compact();
 
   std::vector<Entry> heap_;
-  std::vector<std::uint32_t> generations_;  ///< per slot; bumped when its event leaves
+  std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t next_sequence_ = 0;
   std::size_t live_ = 0;
