@@ -1,0 +1,83 @@
+// `tawexec calibrate`: the command line around exec/host/calibrate.h.
+#include <iostream>
+#include <string>
+
+#include <fmt/core.h>
+#include <mpi.h>
+#include <boost/program_options.hpp>
+
+#include "common/io.h"
+#include "common/topology/loader.h"
+#include "exec/host/calibrate.h"
+
+namespace tawpipe::exec::host {
+
+int calibrate_main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::string backend = "host", topology = "localhost-cpu", output = "-";
+  CalibrateOptions o;
+  po::options_description visible("tawexec calibrate options");
+  // clang-format off
+  visible.add_options()
+    ("help,h", "print this help")
+    ("backend", po::value(&backend), "host or cuda [host]")
+    ("topology,t", po::value(&topology), "topology whose device kind the profile describes "
+                                         "[localhost-cpu]")
+    ("model,m", po::value(&o.model), "model whose block shapes to measure [tiny]")
+    ("seq-len", po::value(&o.seq_len), "sequence length of the measured shapes [64]")
+    ("seconds", po::value(&o.seconds_per_figure), "measuring time per figure [0.2]")
+    ("output,o", po::value(&output), "write the profile YAML to FILE [-: standard output]");
+  // clang-format on
+  auto fail = [&](const std::string& message) {
+    if (rank == 0) std::cerr << "tawexec calibrate: " << message << "\n";
+    MPI_Finalize();
+    return 2;
+  };
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see tawexec calibrate --help)");
+  }
+  if (vm.count("help")) {
+    if (rank == 0) {
+      std::cout << "Usage: mpirun -np 2 tawexec calibrate --backend host [options]\n\n" << visible;
+    }
+    MPI_Finalize();
+    return 0;
+  }
+  if (backend == "cuda")
+    return fail("CUDA backend not built (this build has the host backend only)");
+  if (backend != "host") return fail("--backend must be host or cuda, got '" + backend + "'");
+  auto path = topo::resolve_topology(topology);
+  if (!path.ok()) return fail(path.error().to_string());
+  auto topo = topo::load_topology_file(*path);
+  if (!topo.ok()) return fail(topo.error().to_string());
+  o.device_kind = topo->device(0).name;
+  CalibrateExtras extras;
+  auto profile = calibrate_host(o, &extras);
+  if (!profile.ok()) return fail(profile.error().to_string());
+  int status = 0;
+  if (rank == 0) {
+    Status s = write_text_file(output, profile::write_profile_yaml(*profile));
+    if (!s.ok()) {
+      std::cerr << "tawexec calibrate: " << s.error().to_string() << "\n";
+      status = 2;
+    }
+    if (extras.ranks >= 2) {
+      std::cerr << fmt::format(
+          "tawexec calibrate: all-reduce bus bandwidth over {} ranks: "
+          "{:.2f} GB/s (4 MiB)\n",
+          extras.ranks, extras.allreduce_bus_bandwidth / 1e9);
+    } else {
+      std::cerr << "tawexec calibrate: one rank: no MPI figures (run under mpirun -np 2)\n";
+    }
+  }
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace tawpipe::exec::host

@@ -1,0 +1,144 @@
+#include "exec/host/collect.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "exec/host/mpi_util.h"
+#include "exec/math/init.h"
+
+namespace tawpipe::exec::host {
+namespace {
+
+constexpr int kWeightsTag = 7;
+
+/// The reference scalars of `block` (as a buffer's initial TensorRef names it), padded to the
+/// piece size with zeros.
+std::vector<float> reference_slice(const ReferenceTrainer& ref, const ir::TensorRef& t,
+                                   std::size_t n) {
+  std::vector<float> whole;
+  if (t.layer_begin < 0) {
+    whole = ref.embedding();
+  } else {
+    for (std::int32_t l = t.layer_begin; l < t.layer_end; ++l) {
+      const auto& w = ref.layer(l);
+      whole.insert(whole.end(), w.begin(), w.end());
+    }
+  }
+  std::vector<float> out(n, 0.0f);
+  const std::size_t offset = static_cast<std::size_t>(t.piece) * n;
+  for (std::size_t i = 0; i < n && offset + i < whole.size(); ++i)
+    out[i] = whole[offset + i];
+  return out;
+}
+
+double rms(const std::vector<float>& v) {
+  double s = 0.0;
+  for (float x : v)
+    s += static_cast<double>(x) * x;
+  return v.empty() ? 0.0 : std::sqrt(s / static_cast<double>(v.size()));
+}
+
+bool compared(const ir::Buffer& b) {
+  return b.persistent && b.role == ir::BufferRole::weights &&
+         b.initial.kind == ir::TensorKind::weights;
+}
+
+}  // namespace
+
+Expected<std::vector<IterationRecord>> gather_records(const IterationRecord& mine, int world) {
+  int rank = 0;
+  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  // Flatten: [begin, end, (op, start, end)...] as int64.
+  std::vector<std::int64_t> flat = {mine.begin, mine.end};
+  for (const OpTiming& t : mine.ops) {
+    flat.push_back(t.op);
+    flat.push_back(t.start);
+    flat.push_back(t.end);
+  }
+  const int count = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<std::size_t>(world)), displs(counts.size());
+  TAWPIPE_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(total) : 0);
+  TAWPIPE_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), displs.data(),
+                          MPI_INT64_T, 0, MPI_COMM_WORLD));
+  std::vector<IterationRecord> out;
+  if (rank != 0) return out;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    const std::int64_t* p = all.data() + displs[r];
+    IterationRecord rec;
+    rec.begin = p[0];
+    rec.end = p[1];
+    const auto ops = static_cast<std::size_t>((counts[r] - 2) / 3);
+    for (std::size_t i = 0; i < ops; ++i) {
+      rec.ops.push_back(
+          OpTiming{static_cast<ir::OpIndex>(p[2 + 3 * i]), p[3 + 3 * i], p[4 + 3 * i]});
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+Expected<double> reduce_sum(double value) {
+  double sum = 0.0;
+  TAWPIPE_MPI(MPI_Reduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+  return sum;
+}
+
+Expected<std::vector<std::uint64_t>> gather_u64(std::uint64_t value, int world) {
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(world));
+  TAWPIPE_MPI(MPI_Gather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+  return out;
+}
+
+Expected<WeightCheck> check_weights(const ir::Program& program, ir::Rank rank,
+                                    const HostBackend& backend, const ReferenceTrainer* reference) {
+  if (rank != 0) {
+    const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
+    for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
+      if (!compared(rp.buffers[b])) continue;
+      const auto data = backend.buffer_data(static_cast<ir::BufferId>(b));
+      TAWPIPE_MPI(MPI_Send(data.data(), static_cast<int>(data.size()), MPI_FLOAT, 0, kWeightsTag,
+                           MPI_COMM_WORLD));
+    }
+    return WeightCheck{};
+  }
+  WeightCheck check;
+  for (ir::Rank r = 0; r < program.num_ranks(); ++r) {
+    const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
+      const ir::Buffer& buf = rp.buffers[b];
+      if (!compared(buf)) continue;
+      const std::size_t n = static_cast<std::size_t>((buf.size.count() + 3) / 4);
+      std::vector<float> got(n);
+      if (r == 0) {
+        const auto data = backend.buffer_data(static_cast<ir::BufferId>(b));
+        std::copy(data.begin(),
+                  data.begin() + static_cast<std::ptrdiff_t>(std::min(n, data.size())),
+                  got.begin());
+      } else {
+        TAWPIPE_MPI(MPI_Recv(got.data(), static_cast<int>(n), MPI_FLOAT, r, kWeightsTag,
+                             MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      }
+      const std::vector<float> want = reference_slice(*reference, buf.initial, n);
+      const double scale = std::max(rms(want), 1e-30);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double diff = std::abs(static_cast<double>(got[i]) - want[i]);
+        const double rel = diff / std::max(std::abs(static_cast<double>(want[i])), scale);
+        if (!(rel <= check.max_relative_diff)) {  // also catches NaN
+          check.max_relative_diff = std::isnan(rel) ? INFINITY : rel;
+          check.worst =
+              "rank " + std::to_string(r) + " buffer " + buf.name + " scalar " + std::to_string(i);
+        }
+      }
+      ++check.buffers;
+    }
+  }
+  return check;
+}
+
+}  // namespace tawpipe::exec::host

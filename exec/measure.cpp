@@ -1,0 +1,128 @@
+#include "exec/measure.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "common/model/cost.h"
+
+namespace tawpipe::exec {
+namespace {
+
+using Interval = std::pair<Nanos, Nanos>;
+
+/// Merges intervals into disjoint sorted ones.
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, i.second);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+Nanos length(const std::vector<Interval>& v) {
+  Nanos s = 0;
+  for (const Interval& i : v)
+    s += i.second - i.first;
+  return s;
+}
+
+/// Length of `a` not covered by `b` (both merged).
+Nanos uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  Nanos covered = 0;
+  for (const Interval& x : a) {
+    for (const Interval& y : b) {
+      const Nanos lo = std::max(x.first, y.first), hi = std::min(x.second, y.second);
+      if (hi > lo) covered += hi - lo;
+    }
+  }
+  return length(a) - covered;
+}
+
+SimTime to_time(Nanos ns) {
+  return SimTime::ps(ns * 1000);
+}
+
+bool is_comm(ir::OpKind k) {
+  return k == ir::OpKind::send || k == ir::OpKind::recv || k == ir::OpKind::collective;
+}
+
+std::string class_name(const ir::Op& op) {
+  switch (op.kind) {
+    case ir::OpKind::compute:
+      return ir::name(op.compute);
+    case ir::OpKind::collective:
+      return ir::name(op.collective);
+    default:
+      return ir::name(op.kind);
+  }
+}
+
+}  // namespace
+
+report::Report measured_report(const ir::Program& program, const model::ModelConfig& model,
+                               const Measurement& m) {
+  report::Report r;
+  r.kind = "measured";
+  r.producer = m.producer;
+  r.header = program.header;
+  r.ranks = program.num_ranks();
+  r.iteration_time = SimTime::from_seconds(m.mean_iteration_seconds);
+  r.tokens_per_iteration =
+      static_cast<double>(program.header.global_batch) * program.header.seq_len;
+  if (m.mean_iteration_seconds > 0) {
+    r.tokens_per_second = r.tokens_per_iteration / m.mean_iteration_seconds;
+  }
+  r.model_flops = model::model_flops_per_token(model, program.header.seq_len).total_flops() *
+                  r.tokens_per_iteration;
+  std::map<std::string, report::OpClassTotals> classes;
+  for (std::size_t rank = 0; rank < m.ranks.size(); ++rank) {
+    const ir::RankProgram& rp = program.ranks[rank];
+    const IterationRecord& rec = m.ranks[rank];
+    std::vector<Interval> compute, comm;
+    report::RankStats stats;
+    Nanos comm_sum = 0;
+    for (const OpTiming& t : rec.ops) {
+      const ir::Op& op = rp.ops[static_cast<std::size_t>(t.op)];
+      r.ops.push_back(
+          report::OpRecord{static_cast<ir::Rank>(rank), t.op, to_time(t.start), to_time(t.end)});
+      if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
+      if (op.stream == 0) compute.emplace_back(t.start, t.end);
+      if (is_comm(op.kind)) {
+        comm.emplace_back(t.start, t.end);
+        comm_sum += t.end - t.start;
+      }
+      report::OpClassTotals& c = classes[class_name(op)];
+      c.name = class_name(op);
+      ++c.count;
+      c.total += to_time(t.end - t.start);
+      if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
+        for (double f : program.costs[static_cast<std::size_t>(op.cost)].flops) {
+          c.flops += f;
+          r.hardware_flops += f;
+        }
+      } else {
+        c.bytes += static_cast<double>(op.bytes);
+      }
+    }
+    const auto busy = merge(std::move(compute));
+    const auto in_flight = merge(std::move(comm));
+    const Nanos span = rec.end - rec.begin;
+    stats.compute = to_time(length(busy));
+    stats.exposed_comm = to_time(uncovered(in_flight, busy));
+    stats.idle = to_time(std::max<Nanos>(0, span - length(busy) - uncovered(in_flight, busy)));
+    stats.comm_sum = to_time(comm_sum);
+    if (rank < m.peak_bytes.size()) stats.peak_memory_bytes = m.peak_bytes[rank];
+    r.rank_stats.push_back(stats);
+  }
+  for (auto& [name, totals] : classes)
+    r.op_classes.push_back(std::move(totals));
+  return r;
+}
+
+}  // namespace tawpipe::exec

@@ -1,0 +1,33 @@
+/// \file
+/// Turns what the interpreter measured on every rank into the simulator's report schema
+/// (common/report/report.h, kind "measured"), so `tawsim compare` and the Chrome-trace writer
+/// treat predicted and measured runs alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/ir/program.h"
+#include "common/model/model.h"
+#include "common/report/report.h"
+#include "exec/interpreter.h"
+
+namespace tawpipe::exec {
+
+/// Inputs of the measured report.
+struct Measurement {
+  std::vector<IterationRecord> ranks;     ///< the last measured iteration, per rank
+  double mean_iteration_seconds = 0.0;    ///< over the measured iterations
+  std::vector<std::uint64_t> peak_bytes;  ///< per rank: highest live buffer bytes
+  std::string producer;                   ///< "tawexec 0.1.0 (host backend)"
+};
+
+/// The report. Op records keep each rank's times relative to its own iteration start (ranks
+/// start together after a barrier). iteration_time is the mean over measured iterations of
+/// (max over ranks of the last op's end); the per-rank breakdown follows report.h's definitions
+/// on the last iteration. MFU/HFU are left 0 (a host has no meaningful peak FLOP/s).
+report::Report measured_report(const ir::Program& program, const model::ModelConfig& model,
+                               const Measurement& m);
+
+}  // namespace tawpipe::exec

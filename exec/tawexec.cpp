@@ -1,0 +1,348 @@
+// tawexec: runs a schedule's IR for real. `mpirun -np P tawexec --backend host ...` trains the
+// model with one MPI process per rank, optionally verifies the result against the single-process
+// reference (--verify), and writes the measured report and trace in the simulator's schema.
+// `tawexec calibrate` measures the machine for `tawsim --profile`.
+//
+// Exit status: 0 success; 1 --verify failed or a run-time failure (watchdog timeout, MPI error:
+// then every rank is aborted with MPI_Abort); 2 bad input (one line on stderr, from rank 0).
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <mpi.h>
+#include <boost/program_options.hpp>
+
+#include "common/io.h"
+#include "common/ir/json.h"
+#include "common/report/report.h"
+#include "common/report/trace.h"
+#include "exec/host/calibrate.h"
+#include "exec/host/collect.h"
+#include "exec/host/host_backend.h"
+#include "exec/interpreter.h"
+#include "exec/math/gemm.h"
+#include "exec/measure.h"
+#include "exec/reference.h"
+#include "exec/run_setup.h"
+
+namespace po = boost::program_options;
+using namespace tawpipe;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+struct Options {
+  exec::ProgramOptions program;
+  std::string backend = "host";
+  std::int64_t steps = 1;
+  std::int64_t warmup = 0;
+  bool verify = false;
+  std::string report_file, trace_file, emit_ir;
+  double timeout = 0.0;
+  std::optional<std::string> seq_len, micro_batch, micro_batches, global_batch, seed;
+  std::optional<int> dp;
+};
+
+const char* kExamples = R"(Examples:
+  mpirun -np 4 tawexec --backend host --topology 2x2-cpu --model tiny --schedule tawpipe --verify
+  mpirun -np 6 tawexec --topology 3x2-cpu --schedule weipipe[variant=naive] --steps 3 --verify
+  mpirun -np 4 tawexec --topology 2x2-cpu --schedule fsdp --steps 5 --warmup 1 --report m.json
+  mpirun -np 4 tawexec --ir run.ir.json --verify --timeout 30
+  mpirun -np 2 tawexec calibrate --backend host --topology localhost-cpu --output profile.yaml
+)";
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+/// Bad input: every rank reaches the same verdict, rank 0 says it once.
+int usage_error(const std::string& message) {
+  if (world_rank() == 0) std::cerr << "tawexec: " << message << "\n";
+  MPI_Finalize();
+  return kExitUsage;
+}
+
+/// A failure on this rank that the others may not see: say it, take everyone down.
+[[noreturn]] void abort_run(const std::string& message) {
+  std::cerr << "tawexec: " << message << std::endl;
+  MPI_Abort(MPI_COMM_WORLD, kExitFailed);
+  std::abort();  // MPI_Abort does not return
+}
+
+std::optional<double> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (end == v) return std::nullopt;
+  return d;
+}
+
+void add_flag_sets(const Options& o, std::vector<std::string>& sets) {
+  if (o.seq_len) sets.push_back("train.seq_len=" + *o.seq_len);
+  if (o.micro_batch) sets.push_back("train.micro_batch_size=" + *o.micro_batch);
+  if (o.micro_batches) {
+    sets.push_back("train.micro_batches=" + *o.micro_batches);
+    if (!o.global_batch) sets.push_back("train.global_batch=0");
+  }
+  if (o.global_batch) {
+    sets.push_back("train.global_batch=" + *o.global_batch);
+    if (!o.micro_batches) sets.push_back("train.micro_batches=0");
+  }
+  if (o.seed) sets.push_back("train.seed=" + *o.seed);
+  if (o.dp) sets.push_back("dp=" + std::to_string(*o.dp));
+}
+
+/// Micro-batch ids embedded anywhere in the program: the global batch of one iteration.
+std::vector<std::int32_t> program_samples(const ir::Program& p) {
+  std::vector<std::int32_t> s;
+  for (const ir::RankProgram& rp : p.ranks) {
+    for (const ir::Op& op : rp.ops) {
+      if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward)
+        s.push_back(op.sample);
+    }
+  }
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+int run(const Options& o) {
+  const int rank = world_rank();
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (o.backend == "cuda") {
+    return usage_error("CUDA backend not built (this build has the host backend only)");
+  }
+  if (o.backend != "host")
+    return usage_error("--backend must be host or cuda, got '" + o.backend + "'");
+  if (o.steps < 1 || o.warmup < 0) return usage_error("--steps must be >= 1 and --warmup >= 0");
+  if (o.timeout < 0) return usage_error("--timeout must be >= 0 seconds");
+
+  auto prepared = exec::prepare_run(o.program);
+  if (!prepared.ok()) return usage_error(prepared.error().to_string());
+  const ir::Program& program = prepared->program;
+  if (!o.emit_ir.empty()) {
+    if (rank == 0) {
+      Status s = write_file_with(o.emit_ir, [&](std::ostream& out) {
+        ir::write_program_json(program, out);
+        return Status::success();
+      });
+      if (!s.ok()) return usage_error(s.error().to_string());
+    }
+    MPI_Finalize();
+    return kExitOk;
+  }
+  if (program.num_ranks() != world) {
+    return usage_error(
+        fmt::format("the program has {} ranks but {} processes run; start it with "
+                    "mpirun -np {}",
+                    program.num_ranks(), world, program.num_ranks()));
+  }
+
+  exec::math::use_single_blas_thread();
+  exec::host::HostOptions ho;
+  ho.model = prepared->model;
+  ho.optimizer = prepared->train.optimizer;
+  ho.seed = prepared->train.seed;
+  exec::host::HostBackend backend(ho);
+  if (Status s = backend.prepare(program, rank); !s.ok()) {
+    return usage_error(s.error().to_string());
+  }
+  exec::InterpreterOptions io;
+  io.timeout_seconds = o.timeout;
+  if (auto stall = env_number("TAWPIPE_TEST_STALL_RANK");
+      stall && static_cast<int>(*stall) == rank) {
+    io.stall_op = static_cast<ir::OpIndex>(env_number("TAWPIPE_TEST_STALL_OP").value_or(0));
+    io.stall_seconds = env_number("TAWPIPE_TEST_STALL_SECONDS").value_or(3600);
+  }
+  exec::Interpreter interpreter(program, rank, backend, io);
+
+  const std::vector<std::int32_t> samples = program_samples(program);
+  const double tokens = static_cast<double>(samples.size()) *
+                        static_cast<double>(program.header.micro_batch_size) *
+                        static_cast<double>(program.header.seq_len);
+  const std::int64_t total_steps = o.warmup + o.steps;
+  std::vector<double> losses;
+  double timed_seconds = 0.0;
+  exec::IterationRecord last;
+  for (std::int64_t step = 0; step < total_steps; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto rec = interpreter.run_iteration(step);
+    if (!rec.ok()) abort_run(rec.error().message);
+    auto loss = exec::host::reduce_sum(backend.take_loss_sum());
+    if (!loss.ok()) abort_run(loss.error().message);
+    losses.push_back(*loss / tokens);
+    double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
+    MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (step >= o.warmup) timed_seconds += slowest;
+    last = std::move(*rec);
+  }
+
+  auto records = exec::host::gather_records(last, world);
+  auto peaks = exec::host::gather_u64(backend.peak_bytes(), world);
+  if (!records.ok()) abort_run(records.error().message);
+  if (!peaks.ok()) abort_run(peaks.error().message);
+  int exit_code = kExitOk;
+  if (rank == 0) {
+    exec::Measurement m;
+    m.ranks = std::move(*records);
+    m.peak_bytes = *peaks;
+    m.mean_iteration_seconds = timed_seconds / static_cast<double>(o.steps);
+    m.producer = "tawexec " TAWPIPE_VERSION " (host backend)";
+    const report::Report rep = exec::measured_report(program, prepared->model, m);
+    std::uint64_t peak = 0;
+    for (std::uint64_t p : *peaks)
+      peak = std::max(peak, p);
+    std::cout << fmt::format(
+        "tawexec: {} on {} ranks: iteration {:.3f} ms (mean of {}), {:.0f} tokens/s, peak buffers "
+        "{:.2f} MB/rank, loss {:.6f}\n",
+        program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
+        rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
+    if (!o.report_file.empty()) {
+      Status s = write_file_with(o.report_file, [&](std::ostream& out) {
+        report::write_report_json(rep, out);
+        return Status::success();
+      });
+      if (!s.ok()) {
+        std::cerr << "tawexec: " << s.error().to_string() << "\n";
+        exit_code = kExitUsage;
+      }
+    }
+    if (!o.trace_file.empty()) {
+      Status s = write_file_with(o.trace_file, [&](std::ostream& out) {
+        report::write_chrome_trace(program, rep, {}, {}, out);
+        return Status::success();
+      });
+      if (!s.ok()) {
+        std::cerr << "tawexec: " << s.error().to_string() << "\n";
+        exit_code = kExitUsage;
+      }
+    }
+  }
+
+  if (o.verify) {
+    std::optional<exec::ReferenceTrainer> reference;
+    int verdict = 1;
+    if (rank == 0) {
+      exec::ReferenceConfig rc;
+      rc.model = prepared->model;
+      rc.seq_len = program.header.seq_len;
+      rc.micro_batch_size = program.header.micro_batch_size;
+      rc.samples = samples;
+      rc.optimizer = prepared->train.optimizer;
+      rc.seed = prepared->train.seed;
+      auto t = exec::ReferenceTrainer::create(rc);
+      if (!t.ok()) abort_run(t.error().to_string());
+      reference.emplace(std::move(*t));
+      double worst_loss = 0.0;
+      for (std::int64_t step = 0; step < total_steps; ++step) {
+        const double want = reference->step();
+        const double got = losses[static_cast<std::size_t>(step)];
+        const double diff = std::abs(got - want);
+        worst_loss = std::max(worst_loss, diff / std::max(1.0, std::abs(want)));
+        std::cout << fmt::format("verify: step {} loss {:.9f} reference {:.9f} diff {:.2e}\n",
+                                 step + 1, got, want, diff);
+      }
+      verdict = worst_loss <= 1e-5 ? 1 : 0;
+      if (!verdict) std::cout << "verify: FAILED: losses differ by more than 1e-5\n";
+    }
+    auto check =
+        exec::host::check_weights(program, rank, backend, reference ? &*reference : nullptr);
+    if (!check.ok()) abort_run(check.error().message);
+    if (rank == 0) {
+      const bool weights_ok = check->max_relative_diff <= 1e-4;
+      std::cout << fmt::format(
+          "verify: max relative weight difference {:.3e} over {} buffers ({}): {}\n",
+          check->max_relative_diff, check->buffers, check->worst.empty() ? "-" : check->worst,
+          weights_ok ? "ok" : "FAILED (limit 1e-4)");
+      verdict = verdict && weights_ok;
+      std::cout << (verdict ? "verify: PASSED\n" : "verify: FAILED\n");
+    }
+    MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!verdict) exit_code = kExitFailed;
+  }
+  MPI_Finalize();
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // Library errors come back as values; MPI errors too (no MPI_ERRORS_ARE_FATAL surprises).
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_FUNNELED) return usage_error("MPI lacks MPI_THREAD_FUNNELED support");
+
+  if (argc > 1 && std::string(argv[1]) == "calibrate") {
+    return tawpipe::exec::host::calibrate_main(argc - 1, argv + 1);
+  }
+  Options o;
+  po::options_description visible("Options");
+  // clang-format off
+  visible.add_options()
+    ("help,h", "print this help with examples")
+    ("version", "print the version")
+    ("backend", po::value(&o.backend), "host (MPI + OpenBLAS) or cuda [host]")
+    ("topology,t", po::value(&o.program.workload.topology), "topology name or YAML path [2x2-cpu]")
+    ("model,m", po::value(&o.program.workload.model), "model preset or YAML path [tiny]")
+    ("schedule,s", po::value(&o.program.schedule), "method, or method[key=value,...] [tawpipe]")
+    ("set", po::value(&o.program.workload.sets)->composing(),
+     "KEY=VALUE: train.*, model.*, SCHEDULE.* options, dp, or a topology key path (repeatable)")
+    ("dp", po::value<int>()->notifier([&](int v) { o.dp = v; }), "data-parallel replicas [1]")
+    ("seq-len", po::value<std::string>()->notifier([&](const std::string& v) { o.seq_len = v; }),
+     "tokens per sequence [64]")
+    ("micro-batch", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.micro_batch = v; }), "sequences per micro-batch [1]")
+    ("micro-batches", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.micro_batches = v; }), "micro-batches per data-parallel worker [2]")
+    ("global-batch", po::value<std::string>()->notifier([&](const std::string& v) {
+       o.global_batch = v; }), "sequences per iteration over all workers")
+    ("seed", po::value<std::string>()->notifier([&](const std::string& v) { o.seed = v; }),
+     "initialisation and data seed [1234]")
+    ("ir", po::value(&o.program.ir_file), "run this IR (JSON) instead of generating one")
+    ("steps", po::value(&o.steps), "measured iterations (each one optimizer step) [1]")
+    ("warmup", po::value(&o.warmup), "iterations before the measured ones (they train too) [0]")
+    ("verify", po::bool_switch(&o.verify),
+     "compare losses and final weights with the single-process reference; exit 1 on mismatch")
+    ("report", po::value(&o.report_file), "write the measured report (JSON) to FILE")
+    ("trace", po::value(&o.trace_file), "write the measured Chrome/Perfetto trace to FILE")
+    ("timeout", po::value(&o.timeout), "watchdog: seconds an op may take before every rank "
+                                       "aborts [0 = none]")
+    ("emit-ir", po::value(&o.emit_ir), "write the program (JSON) to FILE and exit")
+    ("unverified-ir", po::bool_switch(&o.program.unverified_ir),
+     "TEST ONLY: skip the verifier's dataflow check (runs deliberately broken programs)");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return usage_error(std::string(e.what()) + " (see tawexec --help)");
+  }
+  if (vm.count("help")) {
+    if (world_rank() == 0) {
+      std::cout << "Usage: mpirun -np P tawexec [options]\n       tawexec calibrate [options]\n\n"
+                << visible << "\n"
+                << kExamples;
+    }
+    MPI_Finalize();
+    return kExitOk;
+  }
+  if (vm.count("version")) {
+    if (world_rank() == 0) std::cout << "tawexec " TAWPIPE_VERSION "\n";
+    MPI_Finalize();
+    return kExitOk;
+  }
+  add_flag_sets(o, o.program.flag_sets);
+  return run(o);
+}
