@@ -1,0 +1,435 @@
+// Report JSON I/O (schema: report.h and docs in this file). Writing: one top-level key per
+// line, one rank/link/op-class/op record per line, numbers in nlohmann's shortest round-trip
+// form, so write -> read -> write is byte-identical. Reading: nlohmann DOM walked with a key
+// path; errors are located in the text by the IR reader's scanner (common/ir/json_scan.h).
+//
+// Layout:
+//   {"format":"tawpipe-report","format_version":1,"kind":..,"producer":..,"header":{IR header},
+//    "ranks":N,"iteration_time_ps":..,"tokens_per_iteration":..,"tokens_per_second":..,
+//    "model_flops":..,"hardware_flops":..,"peak_flops_per_second":..,"mfu":..,"hfu":..,
+//    "rank_stats":[{"compute_ps","exposed_comm_ps","idle_ps","comm_sum_ps","peak_memory_bytes",
+//                   "memory_capacity_bytes","oom","intra_node_bytes_sent",
+//                   "inter_node_bytes_sent"}],
+//    "links":[{"name","link_class","inter_node","capacity_bytes_per_second","bytes","busy_ps",
+//              "utilisation"}],
+//    "op_classes":[{"name","count","total_ps","bytes","flops"}],
+//    "ops":[[rank, op, start_ps, end_ps], ...]}
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/io.h"
+#include "common/ir/json_scan.h"
+#include "common/report/report.h"
+#include "common/strings.h"
+
+namespace tawpipe::report {
+namespace {
+
+using ir::detail::PathStep;
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// Non-finite doubles have no JSON form; the simulator never produces them, a measured report
+// might (division by zero), so they are written as 0 rather than breaking the file.
+double finite(double v) {
+  return std::isfinite(v) ? v : 0.0;
+}
+
+ojson header_json(const ir::Header& h) {
+  ojson j;
+  j["schedule"] = h.schedule;
+  ojson opts = ojson::object();
+  for (const auto& [k, v] : h.options)
+    opts[k] = v;
+  j["options"] = opts;
+  j["model"] = h.model;
+  j["layers"] = h.layers;
+  j["model_params"] = h.model_params;
+  j["seq_len"] = h.seq_len;
+  j["micro_batch_size"] = h.micro_batch_size;
+  j["micro_batches"] = h.micro_batches;
+  j["global_batch"] = h.global_batch;
+  j["dtype"] = h.dtype;
+  j["recompute"] = h.recompute;
+  j["topology"] = h.topology;
+  j["topology_hash"] = h.topology_hash;
+  j["placement"] = h.placement;
+  return j;
+}
+
+struct ReadFailure {
+  Error error;
+};
+
+class Reader {
+ public:
+  Reader(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    Error e;
+    e.message = message;
+    e.file = file_;
+    ir::detail::line_column(text_, ir::detail::locate(text_, path_), &e.line, &e.column);
+    e.key_path = ir::detail::path_string(path_);
+    throw ReadFailure{std::move(e)};
+  }
+  class Step {
+   public:
+    Step(Reader& r, PathStep s) : r_(r) { r_.path_.push_back(std::move(s)); }
+    ~Step() { r_.path_.pop_back(); }
+    Step(const Step&) = delete;
+    Step& operator=(const Step&) = delete;
+
+   private:
+    Reader& r_;
+  };
+  Step key(const char* k) { return Step(*this, PathStep{k, 0, false, nullptr}); }
+  Step index(std::size_t i) { return Step(*this, PathStep{{}, i, true, nullptr}); }
+
+  static std::string type_of(const json& v) {
+    if (v.is_number_float()) return "a floating-point number";
+    if (v.is_number()) return "an integer";
+    if (v.is_string()) return "a string";
+    if (v.is_boolean()) return "a boolean";
+    if (v.is_null()) return "null";
+    if (v.is_array()) return "an array";
+    return "an object";
+  }
+  void object(const json& v, std::initializer_list<const char*> keys) {
+    if (!v.is_object()) fail("expected an object, got " + type_of(v));
+    std::vector<std::string> names(keys.begin(), keys.end());
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
+      auto s = Step(*this, PathStep{it.key(), 0, false, nullptr});
+      fail("unknown key '" + it.key() + "'" + did_you_mean(it.key(), names));
+    }
+    for (const std::string& k : names) {
+      if (!v.contains(k)) fail("missing key '" + k + "'");
+    }
+  }
+  const json& array(const json& v) {
+    if (!v.is_array()) fail("expected an array, got " + type_of(v));
+    return v;
+  }
+  std::int64_t integer(const json& v, std::int64_t lo, std::int64_t hi) {
+    if (!v.is_number_integer()) fail("expected an integer, got " + type_of(v));
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+      fail("value out of range");
+    const auto x = v.get<std::int64_t>();
+    if (x < lo || x > hi)
+      fail("value " + std::to_string(x) + " out of range [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]");
+    return x;
+  }
+  std::uint64_t u64(const json& v) {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
+      fail("expected a non-negative integer, got " + type_of(v));
+    return v.get<std::uint64_t>();
+  }
+  double real(const json& v) {
+    if (!v.is_number()) fail("expected a number, got " + type_of(v));
+    return v.get<double>();
+  }
+  std::string string(const json& v) {
+    if (!v.is_string()) fail("expected a string, got " + type_of(v));
+    return v.get<std::string>();
+  }
+  bool boolean(const json& v) {
+    if (!v.is_boolean()) fail("expected true or false, got " + type_of(v));
+    return v.get<bool>();
+  }
+  SimTime time(const json& v) {
+    return SimTime::ps(integer(v, 0, std::numeric_limits<std::int64_t>::max()));
+  }
+  // Field helpers: `f(obj, "k", reader)` with the path pointing at the field.
+  template <class F>
+  auto field(const json& obj, const char* k, F read) {
+    auto s = key(k);
+    return read(obj.at(k));
+  }
+
+  Report report(const json& root);
+
+ private:
+  ir::Header header(const json& h);
+  std::string_view text_;
+  std::string file_;
+  std::vector<PathStep> path_;
+};
+
+ir::Header Reader::header(const json& h) {
+  object(h, {"schedule", "options", "model", "layers", "model_params", "seq_len",
+             "micro_batch_size", "micro_batches", "global_batch", "dtype", "recompute", "topology",
+             "topology_hash", "placement"});
+  constexpr std::int64_t i32min = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t i32max = std::numeric_limits<std::int32_t>::max();
+  const auto str = [&](const json& v) { return string(v); };
+  const auto i32 = [&](const json& v) {
+    return static_cast<std::int32_t>(integer(v, i32min, i32max));
+  };
+  ir::Header out;
+  out.schedule = field(h, "schedule", str);
+  {
+    auto s = key("options");
+    const json& o = h.at("options");
+    if (!o.is_object()) fail("expected an object, got " + type_of(o));
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      auto s2 = Step(*this, PathStep{it.key(), 0, false, nullptr});
+      out.options[it.key()] = string(it.value());
+    }
+  }
+  out.model = field(h, "model", str);
+  out.layers = field(h, "layers", i32);
+  out.model_params = field(h, "model_params", [&](const json& v) { return u64(v); });
+  out.seq_len = field(h, "seq_len", i32);
+  out.micro_batch_size = field(h, "micro_batch_size", i32);
+  out.micro_batches = field(h, "micro_batches", i32);
+  out.global_batch = field(h, "global_batch", [&](const json& v) {
+    return integer(v, std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max());
+  });
+  out.dtype = field(h, "dtype", str);
+  out.recompute = field(h, "recompute", str);
+  out.topology = field(h, "topology", str);
+  out.topology_hash = field(h, "topology_hash", str);
+  {
+    auto s = key("placement");
+    const json& p = array(h.at("placement"));
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      auto s2 = index(i);
+      out.placement.push_back(i32(p[i]));
+    }
+  }
+  return out;
+}
+
+Report Reader::report(const json& root) {
+  object(root,
+         {"format", "format_version", "kind", "producer", "header", "ranks", "iteration_time_ps",
+          "tokens_per_iteration", "tokens_per_second", "model_flops", "hardware_flops",
+          "peak_flops_per_second", "mfu", "hfu", "rank_stats", "links", "op_classes", "ops"});
+  const auto str = [&](const json& v) { return string(v); };
+  const auto num = [&](const json& v) { return real(v); };
+  const auto tim = [&](const json& v) { return time(v); };
+  Report r;
+  if (field(root, "format", str) != "tawpipe-report") {
+    auto s = key("format");
+    fail("not a tawpipe report (format must be \"tawpipe-report\")");
+  }
+  r.format_version = static_cast<int>(
+      field(root, "format_version", [&](const json& v) { return integer(v, 0, 1000000); }));
+  if (r.format_version != kReportFormatVersion) {
+    auto s = key("format_version");
+    fail("unsupported report format_version " + std::to_string(r.format_version) +
+         " (this tawpipe reads " + std::to_string(kReportFormatVersion) + ")");
+  }
+  r.kind = field(root, "kind", str);
+  r.producer = field(root, "producer", str);
+  {
+    auto s = key("header");
+    r.header = header(root.at("header"));
+  }
+  r.ranks = static_cast<std::int32_t>(
+      field(root, "ranks", [&](const json& v) { return integer(v, 0, 1 << 30); }));
+  r.iteration_time = field(root, "iteration_time_ps", tim);
+  r.tokens_per_iteration = field(root, "tokens_per_iteration", num);
+  r.tokens_per_second = field(root, "tokens_per_second", num);
+  r.model_flops = field(root, "model_flops", num);
+  r.hardware_flops = field(root, "hardware_flops", num);
+  r.peak_flops_per_second = field(root, "peak_flops_per_second", num);
+  r.mfu = field(root, "mfu", num);
+  r.hfu = field(root, "hfu", num);
+  {
+    auto s = key("rank_stats");
+    const json& a = array(root.at("rank_stats"));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto s2 = index(i);
+      const json& o = a[i];
+      object(o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
+                 "memory_capacity_bytes", "oom", "intra_node_bytes_sent", "inter_node_bytes_sent"});
+      RankStats st;
+      st.compute = field(o, "compute_ps", tim);
+      st.exposed_comm = field(o, "exposed_comm_ps", tim);
+      st.idle = field(o, "idle_ps", tim);
+      st.comm_sum = field(o, "comm_sum_ps", tim);
+      st.peak_memory_bytes = field(o, "peak_memory_bytes", [&](const json& v) { return u64(v); });
+      st.memory_capacity_bytes =
+          field(o, "memory_capacity_bytes", [&](const json& v) { return u64(v); });
+      st.oom = field(o, "oom", [&](const json& v) { return boolean(v); });
+      st.intra_node_bytes_sent = field(o, "intra_node_bytes_sent", num);
+      st.inter_node_bytes_sent = field(o, "inter_node_bytes_sent", num);
+      r.rank_stats.push_back(st);
+    }
+  }
+  {
+    auto s = key("links");
+    const json& a = array(root.at("links"));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto s2 = index(i);
+      const json& o = a[i];
+      object(o, {"name", "link_class", "inter_node", "capacity_bytes_per_second", "bytes",
+                 "busy_ps", "utilisation"});
+      LinkStats l;
+      l.name = field(o, "name", str);
+      l.link_class = field(o, "link_class", str);
+      l.inter_node = field(o, "inter_node", [&](const json& v) { return boolean(v); });
+      l.capacity_bytes_per_second = field(o, "capacity_bytes_per_second", num);
+      l.bytes = field(o, "bytes", num);
+      l.busy = field(o, "busy_ps", tim);
+      l.utilisation = field(o, "utilisation", num);
+      r.links.push_back(std::move(l));
+    }
+  }
+  {
+    auto s = key("op_classes");
+    const json& a = array(root.at("op_classes"));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto s2 = index(i);
+      const json& o = a[i];
+      object(o, {"name", "count", "total_ps", "bytes", "flops"});
+      OpClassTotals t;
+      t.name = field(o, "name", str);
+      t.count = field(o, "count", [&](const json& v) {
+        return integer(v, 0, std::numeric_limits<std::int64_t>::max());
+      });
+      t.total = field(o, "total_ps", tim);
+      t.bytes = field(o, "bytes", num);
+      t.flops = field(o, "flops", num);
+      r.op_classes.push_back(std::move(t));
+    }
+  }
+  {
+    auto s = key("ops");
+    const json& a = array(root.at("ops"));
+    r.ops.reserve(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto s2 = index(i);
+      const json& row = array(a[i]);
+      if (row.size() != 4) fail("an op record is [rank, op, start_ps, end_ps]");
+      OpRecord rec;
+      {
+        auto s3 = index(0);
+        rec.rank = static_cast<ir::Rank>(integer(row[0], 0, r.ranks - 1));
+      }
+      {
+        auto s3 = index(1);
+        rec.op =
+            static_cast<ir::OpIndex>(integer(row[1], 0, std::numeric_limits<std::int32_t>::max()));
+      }
+      {
+        auto s3 = index(2);
+        rec.start = time(row[2]);
+      }
+      {
+        auto s3 = index(3);
+        rec.end = time(row[3]);
+        if (rec.end < rec.start) fail("op ends before it starts");
+      }
+      r.ops.push_back(rec);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+void write_report_json(const Report& r, std::ostream& out) {
+  const auto line = [&](const char* k, const ojson& v, bool last = false) {
+    out << ojson(k).dump() << ':' << v.dump() << (last ? "\n" : ",\n");
+  };
+  out << "{\"format\":\"tawpipe-report\",\n";
+  line("format_version", r.format_version);
+  line("kind", r.kind);
+  line("producer", r.producer);
+  line("header", header_json(r.header));
+  line("ranks", r.ranks);
+  line("iteration_time_ps", r.iteration_time.picoseconds());
+  line("tokens_per_iteration", finite(r.tokens_per_iteration));
+  line("tokens_per_second", finite(r.tokens_per_second));
+  line("model_flops", finite(r.model_flops));
+  line("hardware_flops", finite(r.hardware_flops));
+  line("peak_flops_per_second", finite(r.peak_flops_per_second));
+  line("mfu", finite(r.mfu));
+  line("hfu", finite(r.hfu));
+  const auto rows = [&](const char* k, std::size_t n, auto row, bool last = false) {
+    out << ojson(k).dump() << ":[";
+    for (std::size_t i = 0; i < n; ++i)
+      out << (i == 0 ? "\n" : ",\n") << row(i).dump();
+    out << (last ? "]\n" : "],\n");
+  };
+  rows("rank_stats", r.rank_stats.size(), [&](std::size_t i) {
+    const RankStats& s = r.rank_stats[i];
+    ojson o;
+    o["compute_ps"] = s.compute.picoseconds();
+    o["exposed_comm_ps"] = s.exposed_comm.picoseconds();
+    o["idle_ps"] = s.idle.picoseconds();
+    o["comm_sum_ps"] = s.comm_sum.picoseconds();
+    o["peak_memory_bytes"] = s.peak_memory_bytes;
+    o["memory_capacity_bytes"] = s.memory_capacity_bytes;
+    o["oom"] = s.oom;
+    o["intra_node_bytes_sent"] = finite(s.intra_node_bytes_sent);
+    o["inter_node_bytes_sent"] = finite(s.inter_node_bytes_sent);
+    return o;
+  });
+  rows("links", r.links.size(), [&](std::size_t i) {
+    const LinkStats& l = r.links[i];
+    ojson o;
+    o["name"] = l.name;
+    o["link_class"] = l.link_class;
+    o["inter_node"] = l.inter_node;
+    o["capacity_bytes_per_second"] = finite(l.capacity_bytes_per_second);
+    o["bytes"] = finite(l.bytes);
+    o["busy_ps"] = l.busy.picoseconds();
+    o["utilisation"] = finite(l.utilisation);
+    return o;
+  });
+  rows("op_classes", r.op_classes.size(), [&](std::size_t i) {
+    const OpClassTotals& t = r.op_classes[i];
+    ojson o;
+    o["name"] = t.name;
+    o["count"] = t.count;
+    o["total_ps"] = t.total.picoseconds();
+    o["bytes"] = finite(t.bytes);
+    o["flops"] = finite(t.flops);
+    return o;
+  });
+  out << "\"ops\":[";
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    const OpRecord& o = r.ops[i];
+    out << (i == 0 ? "\n[" : ",\n[") << o.rank << ',' << o.op << ',' << o.start.picoseconds() << ','
+        << o.end.picoseconds() << ']';
+  }
+  out << "]}\n";
+}
+
+Expected<Report> read_report_json(std::string_view text, std::string_view file_name) {
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    Error err;
+    err.message = std::string("not valid JSON: ") + e.what();
+    err.file = std::string(file_name);
+    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    ir::detail::line_column(text, std::min(at, text.size()), &err.line, &err.column);
+    err.key_path = ir::detail::path_at(text, std::min(at, text.size()));
+    return err;
+  }
+  try {
+    Reader reader(text, file_name);
+    return reader.report(root);
+  } catch (const ReadFailure& f) {
+    return f.error;
+  }
+}
+
+Expected<Report> read_report_file(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text.ok()) return text.error();
+  return read_report_json(*text, path);
+}
+
+}  // namespace tawpipe::report

@@ -1,0 +1,131 @@
+#include "sim/compute/compute_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tawpipe::sim {
+namespace {
+
+SimTime seconds_up(double seconds) {
+  return SimTime::ps(static_cast<std::int64_t>(std::ceil(seconds * 1e12)));
+}
+
+double class_time(double flops, double rate, double bytes, double bw) {
+  const double t_flops = flops > 0.0 ? flops / rate : 0.0;
+  const double t_bytes = bytes > 0.0 ? bytes / bw : 0.0;
+  return std::max(t_flops, t_bytes);
+}
+
+}  // namespace
+
+Expected<DeviceRates> device_rates(const topo::DeviceKind& kind, std::string_view dtype,
+                                   const profile::Profile* profile) {
+  double peak = 0.0;
+  if (dtype == "bf16") {
+    peak = kind.peak_bf16.flops_per_second();
+  } else if (dtype == "fp16") {
+    peak = kind.peak_fp16.flops_per_second();
+  } else if (dtype == "fp32") {
+    peak = kind.peak_fp32.flops_per_second();
+  } else {
+    return make_error("unknown compute dtype '" + std::string(dtype) +
+                      "' in the program header (expected bf16, fp16 or fp32)");
+  }
+  const topo::OpClassEfficiency& eff = kind.efficiency;
+  const double hbm = kind.memory_bandwidth.bytes_per_second();
+  DeviceRates r;
+  r.peak_flops_per_second = peak;
+  r.gemm_flops_per_second = peak * eff.gemm;
+  r.attention_fwd_flops_per_second = peak * eff.attention_fwd;
+  r.attention_bwd_flops_per_second = peak * eff.attention_bwd;
+  r.elementwise_flops_per_second = kind.peak_fp32.flops_per_second();
+  r.memory_bytes_per_second = hbm * eff.memory;
+  r.elementwise_bytes_per_second = hbm * eff.elementwise;
+  r.launch_overhead = kind.launch_overhead;
+  if (profile != nullptr) {
+    const auto it = profile->devices.find(kind.name);
+    if (it != profile->devices.end()) {
+      const profile::DeviceProfile& p = it->second;
+      if (p.gemm) r.gemm_flops_per_second = p.gemm->flops_per_second();
+      if (p.attention_fwd) r.attention_fwd_flops_per_second = p.attention_fwd->flops_per_second();
+      if (p.attention_bwd) r.attention_bwd_flops_per_second = p.attention_bwd->flops_per_second();
+      if (p.elementwise) r.elementwise_bytes_per_second = p.elementwise->bytes_per_second();
+      if (p.memory_bandwidth) r.memory_bytes_per_second = p.memory_bandwidth->bytes_per_second();
+      if (p.launch_overhead) r.launch_overhead = *p.launch_overhead;
+    }
+  }
+  for (double v : {r.gemm_flops_per_second, r.attention_fwd_flops_per_second,
+                   r.attention_bwd_flops_per_second, r.elementwise_flops_per_second,
+                   r.memory_bytes_per_second, r.elementwise_bytes_per_second}) {
+    if (!(v > 0.0) || !std::isfinite(v))
+      return make_error("device kind '" + kind.name + "' has a zero or invalid rate at dtype " +
+                        std::string(dtype));
+  }
+  return r;
+}
+
+SimTime compute_time(const ir::Cost& cost, const DeviceRates& rates, bool backward) {
+  const auto g = static_cast<std::size_t>(ir::OpClass::gemm);
+  const auto a = static_cast<std::size_t>(ir::OpClass::attention);
+  const auto e = static_cast<std::size_t>(ir::OpClass::elementwise);
+  const double attention_rate =
+      backward ? rates.attention_bwd_flops_per_second : rates.attention_fwd_flops_per_second;
+  const double seconds =
+      class_time(cost.flops[g], rates.gemm_flops_per_second, cost.bytes[g],
+                 rates.memory_bytes_per_second) +
+      class_time(cost.flops[a], attention_rate, cost.bytes[a], rates.memory_bytes_per_second) +
+      class_time(cost.flops[e], rates.elementwise_flops_per_second, cost.bytes[e],
+                 rates.elementwise_bytes_per_second);
+  return seconds_up(seconds) + rates.launch_overhead;
+}
+
+Expected<ComputeModel> ComputeModel::create(const ir::Program& program,
+                                            const topo::Topology& topology,
+                                            const profile::Profile* profile) {
+  const auto& placement = program.header.placement;
+  if (placement.size() != program.ranks.size())
+    return make_error("program placement has " + std::to_string(placement.size()) +
+                      " entries for " + std::to_string(program.ranks.size()) + " ranks");
+  ComputeModel m;
+  const auto& kinds = topology.device_kinds();
+  for (const topo::DeviceKind& k : kinds) {
+    auto r = device_rates(k, program.header.dtype, profile);
+    if (!r.ok()) return r.error();
+    m.kinds_.push_back(*r);
+  }
+  for (std::int32_t gpu : placement) {
+    if (gpu < 0 || gpu >= topology.num_gpus())
+      return make_error("program placement names GPU " + std::to_string(gpu) + ", topology '" +
+                        topology.name() + "' has " + std::to_string(topology.num_gpus()));
+    const std::string& name = topology.device(gpu).name;
+    const auto it = std::find_if(kinds.begin(), kinds.end(),
+                                 [&](const topo::DeviceKind& k) { return k.name == name; });
+    m.kind_of_rank_.push_back(static_cast<std::int32_t>(it - kinds.begin()));
+  }
+  m.num_costs_ = program.costs.size();
+  m.table_.resize(m.kinds_.size() * m.num_costs_ * 2);
+  for (std::size_t k = 0; k < m.kinds_.size(); ++k) {
+    for (std::size_t c = 0; c < m.num_costs_; ++c) {
+      for (std::size_t b = 0; b < 2; ++b)
+        m.table_[(k * m.num_costs_ + c) * 2 + b] =
+            compute_time(program.costs[c], m.kinds_[k], b == 1);
+    }
+  }
+  return m;
+}
+
+SimTime ComputeModel::op_time(ir::Rank rank, const ir::Op& op) const {
+  const std::size_t k = idx(kind_of_rank_[idx(rank)]);
+  if (op.kind == ir::OpKind::copy) {
+    const DeviceRates& r = kinds_[k];
+    return SimTime::ps(static_cast<std::int64_t>(
+               std::ceil(2.0 * static_cast<double>(op.bytes) / r.memory_bytes_per_second * 1e12))) +
+           r.launch_overhead;
+  }
+  if (op.kind != ir::OpKind::compute || op.cost == ir::kNone) return SimTime();
+  const std::size_t b = op.compute == ir::ComputeKind::backward ? 1 : 0;
+  return table_[(k * num_costs_ + idx(op.cost)) * 2 + b];
+}
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,73 @@
+/// \file
+/// The program executor: runs an IR Program on the simulated cluster with exactly the IR's
+/// semantics (common/ir/program.h):
+///  1. per rank and stream, ops run one at a time in program order; an op starts when the
+///     previous op (or group) of its stream and all its dependencies have completed;
+///  2. the ops of an NCCL group are posted together once all of them may start; the stream moves
+///     on when all of them completed;
+///  3. send/recv pairs match in issue (program) order per (communicator, source, destination);
+///     the transfer starts when both sides are posted;
+///  4. the k-th collective of every member of a communicator forms one instance; it starts when
+///     every member has posted it;
+///  5. alloc/free take no time and move the memory model.
+/// Compute and copy ops take the compute model's time (scaled by 1 + sm_contention while a
+/// communication op of the same rank is in flight when they start: NCCL kernels occupy SMs;
+/// default 0, see SimOptions). Transfers go through the network model.
+///
+/// Deterministic: all state is local, every choice follows the event order, time is integer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ir/program.h"
+#include "common/profile/profile.h"
+#include "common/topology/topology.h"
+#include "common/units.h"
+#include "sim/memory/memory_model.h"
+#include "sim/network/network_model.h"
+
+namespace tawpipe::sim {
+
+/// What the executor needs besides the program and topology.
+struct ExecOptions {
+  const profile::Profile* profile = nullptr;  ///< may be null
+  /// Relative slow-down of a compute op that starts while a communication op of its rank is in
+  /// flight (SM contention). 0 = none.
+  double sm_contention = 0.0;
+  MemoryOptions memory;
+  bool record_link_usage = false;  ///< keep per-link usage samples (trace counter tracks)
+};
+
+/// Per-rank time accounting (definitions in common/report/report.h).
+struct RankTimes {
+  SimTime compute;       ///< a compute or copy op runs
+  SimTime exposed_comm;  ///< no compute or copy op runs, some communication op is in flight
+};
+
+/// Everything one run produced; turned into a report by `build_report` (report_builder.h).
+struct ExecutionResult {
+  std::vector<std::size_t> rank_offset;  ///< global index of rank r's op 0; size ranks + 1
+  std::vector<SimTime> op_start;         ///< by global op index
+  std::vector<SimTime> op_end;
+  std::vector<RankTimes> rank_times;
+  std::vector<std::uint64_t> peak_memory_bytes;
+  std::vector<std::uint64_t> usable_memory_bytes;
+  std::vector<double> intra_node_bytes_sent;
+  std::vector<double> inter_node_bytes_sent;
+  std::vector<double> link_bytes;  ///< by link id
+  std::vector<SimTime> link_busy;  ///< by link id
+  std::vector<LinkUsageSample> link_usage;
+  SimTime first_start;
+  SimTime last_end;
+  std::uint64_t events = 0;
+};
+
+/// Runs `program` once. Errors: placement or dtype problems, unmatched sends/receives or
+/// collectives, or a stall (ops that never become ready; the message names the first one).
+/// The program should have passed the verifier; the executor does not re-check dataflow.
+Expected<ExecutionResult> execute(const ir::Program& program, const topo::Topology& topology,
+                                  const ExecOptions& options);
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,174 @@
+// Simulation driver: runs the executor and derives the report (definitions in report.h).
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/model/cost.h"
+#include "sim/compute/compute_model.h"
+#include "sim/run/executor.h"
+
+namespace tawpipe::sim {
+namespace {
+
+template <class T>
+std::size_t idx(T v) {
+  return static_cast<std::size_t>(v);
+}
+
+const char* class_name(const ir::Op& op) {
+  switch (op.kind) {
+    case ir::OpKind::compute:
+      return ir::name(op.compute);
+    case ir::OpKind::collective:
+      return ir::name(op.collective);
+    default:
+      return ir::name(op.kind);
+  }
+}
+
+bool is_comm(ir::OpKind k) {
+  return k == ir::OpKind::send || k == ir::OpKind::recv || k == ir::OpKind::collective;
+}
+
+double safe_div(double a, double b) {
+  return b > 0.0 ? a / b : 0.0;
+}
+
+}  // namespace
+
+Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
+                                   const SimOptions& options) {
+  ExecOptions exec;
+  exec.profile = options.profile ? &*options.profile : nullptr;
+  exec.sm_contention = options.sm_contention;
+  exec.memory = options.memory;
+  exec.record_link_usage = options.record_link_usage;
+  auto result = execute(program, topology, exec);
+  if (!result.ok()) return result.error();
+  ExecutionResult& res = *result;
+
+  SimOutput out;
+  out.events = res.events;
+  out.link_usage = std::move(res.link_usage);
+  report::Report& rep = out.report;
+  rep.kind = "predicted";
+  rep.producer =
+      options.producer.empty() ? std::string("tawsim ") + TAWPIPE_VERSION : options.producer;
+  rep.header = program.header;
+  rep.ranks = program.num_ranks();
+  rep.iteration_time = res.last_end - res.first_start;
+  const double seconds = rep.iteration_time.seconds();
+  rep.tokens_per_iteration = static_cast<double>(program.header.global_batch) *
+                             static_cast<double>(program.header.seq_len);
+  rep.tokens_per_second = safe_div(rep.tokens_per_iteration, seconds);
+  if (options.model && program.header.seq_len > 0)
+    rep.model_flops =
+        model::model_flops_per_token(*options.model, program.header.seq_len).total_flops() *
+        rep.tokens_per_iteration;
+
+  // Per-rank figures, op class totals, hardware FLOPs.
+  std::map<std::string, report::OpClassTotals> classes;
+  rep.rank_stats.resize(idx(rep.ranks));
+  for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+    const ir::RankProgram& rp = program.ranks[r];
+    report::RankStats& rs = rep.rank_stats[r];
+    auto peak =
+        device_rates(topology.device(program.header.placement[r]), program.header.dtype, nullptr);
+    if (peak.ok()) rep.peak_flops_per_second += peak->peak_flops_per_second;
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const ir::Op& op = rp.ops[i];
+      if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
+      const std::size_t g = res.rank_offset[r] + i;
+      const SimTime d = res.op_end[g] - res.op_start[g];
+      report::OpClassTotals& t = classes[class_name(op)];
+      ++t.count;
+      t.total += d;
+      if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
+        const ir::Cost& c = program.costs[idx(op.cost)];
+        const double f = c.flops[0] + c.flops[1] + c.flops[2];
+        t.flops += f;
+        rep.hardware_flops += f;
+      } else if (op.kind != ir::OpKind::compute) {
+        t.bytes += static_cast<double>(op.bytes);
+      }
+      if (is_comm(op.kind)) rs.comm_sum += d;
+    }
+    rs.compute = res.rank_times[r].compute;
+    rs.exposed_comm = res.rank_times[r].exposed_comm;
+    rs.idle = rep.iteration_time - rs.compute - rs.exposed_comm;
+    rs.peak_memory_bytes = res.peak_memory_bytes[r];
+    rs.memory_capacity_bytes = res.usable_memory_bytes[r];
+    rs.oom = rs.memory_capacity_bytes > 0 && rs.peak_memory_bytes > rs.memory_capacity_bytes;
+    rs.intra_node_bytes_sent = res.intra_node_bytes_sent[r];
+    rs.inter_node_bytes_sent = res.inter_node_bytes_sent[r];
+  }
+  for (auto& [name, t] : classes) {
+    t.name = name;
+    rep.op_classes.push_back(t);
+  }
+  rep.mfu = safe_div(rep.model_flops, seconds * rep.peak_flops_per_second);
+  rep.hfu = safe_div(rep.hardware_flops, seconds * rep.peak_flops_per_second);
+
+  // Links that carried traffic, in link id order.
+  const auto& links = topology.links();
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    if (!(res.link_bytes[l] > 0.0)) continue;
+    report::LinkStats ls;
+    ls.name = links[l].name;
+    ls.link_class = std::string(topo::to_string(links[l].cls));
+    ls.inter_node = links[l].inter_node;
+    ls.capacity_bytes_per_second = links[l].capacity.bytes_per_second();
+    ls.bytes = res.link_bytes[l];
+    ls.busy = res.link_busy[l];
+    ls.utilisation = safe_div(ls.bytes, ls.capacity_bytes_per_second * seconds);
+    rep.links.push_back(std::move(ls));
+  }
+
+  if (options.record_ops) {
+    std::vector<bool> keep(program.ranks.size(), options.record_ranks.empty());
+    for (ir::Rank r : options.record_ranks) {
+      if (r >= 0 && idx(r) < keep.size()) keep[idx(r)] = true;
+    }
+    for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+      if (!keep[r]) continue;
+      for (std::size_t i = 0; i < program.ranks[r].ops.size(); ++i) {
+        const std::size_t g = res.rank_offset[r] + i;
+        rep.ops.push_back(report::OpRecord{static_cast<ir::Rank>(r), static_cast<ir::OpIndex>(i),
+                                           res.op_start[g], res.op_end[g]});
+      }
+    }
+  }
+  return out;
+}
+
+Expected<report::Report> simulate(const ir::Program& program, const topo::Topology& topology,
+                                  const SimOptions& options) {
+  auto out = run_simulation(program, topology, options);
+  if (!out.ok()) return out.error();
+  return std::move(out->report);
+}
+
+std::vector<report::CounterTrack> link_counter_tracks(const topo::Topology& topology,
+                                                      const std::vector<LinkUsageSample>& usage) {
+  std::vector<std::int32_t> track_of(topology.links().size(), -1);
+  std::vector<topo::LinkId> order;
+  for (const LinkUsageSample& s : usage) {
+    if (track_of[idx(s.link)] < 0) {
+      track_of[idx(s.link)] = 0;
+      order.push_back(s.link);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<report::CounterTrack> tracks(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    track_of[idx(order[i])] = static_cast<std::int32_t>(i);
+    tracks[i].name = topology.link(order[i]).name;
+    tracks[i].unit = "GB/s";
+  }
+  for (const LinkUsageSample& s : usage)
+    tracks[idx(track_of[idx(s.link)])].points.emplace_back(s.time, s.bytes_per_second / 1e9);
+  return tracks;
+}
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,73 @@
+/// \file
+/// tawsim's simulator API: time one iteration of an IR Program on a topology and summarise it
+/// as a `report::Report` (common/report/report.h defines every field).
+///
+/// Models (one folder each): the program executor (sim/run/executor.h: IR semantics), the
+/// compute model (sim/compute/compute_model.h), the flow-level network with NCCL-style
+/// collectives (sim/network/), the memory model (sim/memory/memory_model.h). Several
+/// simulations may run concurrently in different threads: no global state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ir/program.h"
+#include "common/model/model.h"
+#include "common/profile/profile.h"
+#include "common/report/report.h"
+#include "common/report/trace.h"
+#include "common/topology/topology.h"
+#include "sim/memory/memory_model.h"
+#include "sim/network/network_model.h"
+
+namespace tawpipe::sim {
+
+/// Knobs of one simulation.
+struct SimOptions {
+  /// Calibration profile overriding datasheet rates (common/profile/profile.h).
+  std::optional<profile::Profile> profile;
+  /// The model the program was generated from, for model FLOPs (MFU). Without it, model_flops
+  /// and MFU are reported as 0.
+  std::optional<model::ModelConfig> model;
+  /// Relative slow-down of compute ops that start while a communication op of the same rank is
+  /// in flight (NCCL kernels occupy SMs and HBM bandwidth). Default 0: the slow-down depends on
+  /// NCCL's channel count, protocol and the kernel mix, and we found no published measurement
+  /// for our configurations; 0 makes overlapped schedules optimistic, which the report's
+  /// exposed-communication figures make visible. Set it from a measurement (e.g. 0.1).
+  double sm_contention = 0.0;
+  MemoryOptions memory;
+  /// Keep per-op start/end records in the report (`Report::ops`).
+  bool record_ops = false;
+  /// With record_ops: only these ranks (empty = all ranks).
+  std::vector<ir::Rank> record_ranks;
+  /// Keep per-link usage samples for trace counter tracks (`SimOutput::link_usage`).
+  bool record_link_usage = false;
+  /// `Report::producer`; empty = "tawsim <version>".
+  std::string producer;
+};
+
+/// A report plus what only traces need.
+struct SimOutput {
+  report::Report report;
+  std::vector<LinkUsageSample> link_usage;  ///< with record_link_usage, in time order
+  std::uint64_t events = 0;                 ///< engine events handled
+};
+
+/// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,
+/// dtype), unmatched transfers, or a stall; never crashes on a verified program.
+Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
+                                   const SimOptions& options);
+
+/// Convenience: `run_simulation(...).report`.
+Expected<report::Report> simulate(const ir::Program& program, const topo::Topology& topology,
+                                  const SimOptions& options);
+
+/// Per-link counter tracks (GB/s in use over time) for `report::write_chrome_trace`, from
+/// `SimOutput::link_usage`; one track per link that carried traffic, in link id order.
+std::vector<report::CounterTrack> link_counter_tracks(const topo::Topology& topology,
+                                                      const std::vector<LinkUsageSample>& usage);
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,49 @@
+// Shared helpers of the simulator tests: shipped topologies, small hand-built programs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "common/ir/builder.h"
+#include "common/topology/loader.h"
+#include "common/topology/topology.h"
+
+namespace tawpipe::sim::testing {
+
+/// A shipped topology by name; fails the test if it does not load.
+inline topo::Topology shipped(const std::string& name) {
+  auto t = topo::load_topology_file(topo::topology_dir() / (name + ".yaml"));
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
+  return *t;
+}
+
+/// A header for `ranks` ranks placed on GPUs 0..ranks-1.
+inline ir::Header header_for(const topo::Topology& t, std::int32_t ranks,
+                             const std::string& dtype = "fp16") {
+  ir::Header h;
+  h.schedule = "test";
+  h.dtype = dtype;
+  h.topology = t.name();
+  h.topology_hash = t.content_hash();
+  h.seq_len = 1;
+  h.global_batch = 1;
+  for (std::int32_t r = 0; r < ranks; ++r)
+    h.placement.push_back(r);
+  return h;
+}
+
+/// A cost of `flops` GEMM FLOPs and nothing else.
+inline ir::Cost gemm_cost(double flops) {
+  ir::Cost c;
+  c.flops[static_cast<std::size_t>(ir::OpClass::gemm)] = flops;
+  return c;
+}
+
+/// Picoseconds of `seconds`, rounded up as the models do.
+inline std::int64_t ceil_ps(double seconds) {
+  return static_cast<std::int64_t>(std::ceil(seconds * 1e12));
+}
+
+}  // namespace tawpipe::sim::testing
