@@ -23,6 +23,7 @@ class Builder {
   }
 
   Expected<Topology> build() {
+    reserve();
     for (std::size_t g = 0; g < d_->spec.groups.size(); ++g) {
       const GroupSpec& group = d_->spec.groups[g];
       const int t = template_index(group.template_id);
@@ -35,11 +36,39 @@ class Builder {
     TAWPIPE_TRY(check_connected());
     select_nics();
     d_->hash = fnv1a_hex(dump_spec(d_->spec));
-    d_->cache = std::make_unique<RouteCache>(d_->vertices.size(), d_->gpus.size());
+    d_->cache =
+        std::make_unique<RouteCache>(d_->vertices.size(), d_->gpus.size(), d_->nodes.size());
     return Topology(std::move(d_));
   }
 
  private:
+  // Sizes the vertex and link arrays up front (large clusters: no reallocation copies).
+  void reserve() {
+    std::size_t vertices = 0;
+    std::size_t links = 0;
+    std::size_t nics = 0;
+    std::size_t nodes = 0;
+    std::size_t gpus_total = 0;
+    for (const GroupSpec& g : d_->spec.groups) {
+      const TemplateSpec& t =
+          d_->spec.templates[static_cast<std::size_t>(template_index(g.template_id))];
+      const auto count = static_cast<std::size_t>(g.count);
+      const auto gpus = static_cast<std::size_t>(t.gpus);
+      const auto sockets = static_cast<std::size_t>(t.sockets);
+      vertices += count * (gpus + 1 + sockets + t.pcie_switches.size() + t.nics.size());
+      links += 2 * count *
+               (2 * gpus + t.nvlinks.size() + sockets * sockets + t.pcie_switches.size() +
+                2 * t.nics.size());
+      nics += count * t.nics.size();
+      nodes += count;
+      gpus_total += count * gpus;
+    }
+    d_->vertices.reserve(vertices + nics + 64);
+    d_->links.reserve(links + 2 * nics);
+    d_->gpus.reserve(gpus_total);
+    d_->nodes.reserve(nodes);
+  }
+
   int template_index(const std::string& id) const {
     for (std::size_t i = 0; i < d_->spec.templates.size(); ++i) {
       if (d_->spec.templates[i].id == id) return static_cast<int>(i);
@@ -54,6 +83,13 @@ class Builder {
     return id;
   }
 
+  static std::string arrow(const Vertex& from, const Vertex& to) {
+    std::string name;
+    name.reserve(from.name.size() + 2 + to.name.size());
+    name.append(from.name).append("->").append(to.name);
+    return name;
+  }
+
   // Adds a -> b and b -> a with the class defaults; returns the id of a -> b.
   LinkId add_link_pair(VertexId a, VertexId b, Bandwidth capacity, LinkClass cls,
                        std::optional<SimTime> latency = std::nullopt) {
@@ -64,10 +100,8 @@ class Builder {
     const bool inter = va.node < 0 || vb.node < 0 || va.node != vb.node;
     const auto id = static_cast<LinkId>(d_->links.size());
     const SimTime lat = latency.value_or(c.latency);
-    d_->links.push_back(
-        Link{id, a, b, capacity, c.efficiency, lat, cls, inter, va.name + "->" + vb.name});
-    d_->links.push_back(
-        Link{id + 1, b, a, capacity, c.efficiency, lat, cls, inter, vb.name + "->" + va.name});
+    d_->links.push_back(Link{id, a, b, capacity, c.efficiency, lat, cls, inter, arrow(va, vb)});
+    d_->links.push_back(Link{id + 1, b, a, capacity, c.efficiency, lat, cls, inter, arrow(vb, va)});
     return id;
   }
 
@@ -78,6 +112,7 @@ class Builder {
     node.template_index = t_index;
     node.group_index = group_index;
     node.first_vertex = static_cast<VertexId>(d_->vertices.size());
+    node.first_link = static_cast<LinkId>(d_->links.size());
     const std::string prefix = "node" + std::to_string(n) + "/";
     const int device = device_index(t.device);
     for (int i = 0; i < t.gpus; ++i) {
@@ -130,6 +165,7 @@ class Builder {
       nic_specs_.push_back(&s);
     }
     node.end_vertex = static_cast<VertexId>(d_->vertices.size());
+    node.end_link = static_cast<LinkId>(d_->links.size());
     d_->nodes.push_back(std::move(node));
   }
 
@@ -278,24 +314,8 @@ class Builder {
     return Status::success();
   }
 
-  // The whole graph (connectivity, fallback routes, bisection) and one small graph per node
-  // (in-node routes: Dijkstra over a few dozen vertices instead of the whole cluster).
   void build_graph() {
-    d_->graph = Graph(d_->vertices.size());
-    for (NodeInfo& node : d_->nodes)
-      node.graph = Graph(static_cast<std::size_t>(node.end_vertex - node.first_vertex));
-    for (const Link& l : d_->links) {
-      const EdgeProps props{l.id, link_cost_ps(l)};
-      boost::add_edge(static_cast<std::size_t>(l.src), static_cast<std::size_t>(l.dst), props,
-                      d_->graph);
-      const Vertex& a = d_->vertices[static_cast<std::size_t>(l.src)];
-      const Vertex& b = d_->vertices[static_cast<std::size_t>(l.dst)];
-      if (a.node >= 0 && a.node == b.node) {
-        NodeInfo& node = d_->nodes[static_cast<std::size_t>(a.node)];
-        boost::add_edge(static_cast<std::size_t>(l.src - node.first_vertex),
-                        static_cast<std::size_t>(l.dst - node.first_vertex), props, node.graph);
-      }
-    }
+    d_->graph = make_graph(d_->links, 0, d_->links.size(), 0, d_->vertices.size());
   }
 
   Status check_connected() {

@@ -142,6 +142,12 @@ std::string describe(const Topology& t) {
                        c.count);
   }
   // Per-GPU view of each group's first node: peer bandwidth in the node, NIC and its share.
+  // Each NIC's network port gives its bandwidth (no port: the node has no network).
+  std::map<VertexId, Bandwidth> nic_port;
+  for (const Link& l : t.links()) {
+    if (l.cls == LinkClass::nic && t.vertex(l.src).kind == VertexKind::nic)
+      nic_port[l.src] = l.capacity;
+  }
   out += "per GPU (first node of each group; route bottleneck = capacity x efficiency):\n";
   for (NodeId n = 0; n < t.num_nodes(); ++n) {
     if (n > 0 && t.group_of(n) == t.group_of(n - 1)) continue;
@@ -168,11 +174,7 @@ std::string describe(const Topology& t) {
         out += fmt::format("    gpu{}: no NIC\n", t.local_index(g));
         continue;
       }
-      // The NIC's network port (if any) gives its bandwidth.
-      Bandwidth port;
-      for (const Link& l : t.links()) {
-        if (l.src == nic && l.cls == LinkClass::nic) port = l.capacity;
-      }
+      const Bandwidth port = nic_port[nic];
       out +=
           fmt::format("    gpu{} -> NIC {} (rail {}), {} shared by {} GPU(s)\n", t.local_index(g),
                       t.vertex(nic).name, t.rail_of(g), pretty(port), sharing[nic]);

@@ -3,7 +3,7 @@
 /// Boost.Graph adjacency list and the route cache. Never include this from a public header.
 #pragma once
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,16 +21,23 @@ struct EdgeProps {
   std::int64_t cost_ps = 0;  ///< latency + 1 MiB at the effective bandwidth
 };
 
-/// Directed graph: vertex i is Vertex i, edge properties name the link.
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                    boost::no_property, EdgeProps>;
+/// Directed graph in compressed sparse row form (compact and fast to build for 65536 GPUs):
+/// vertex i is Vertex i (or, in a node's own graph, the node's i-th vertex); edge properties
+/// name the link.
+using Graph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeProps>;
+
+/// Builds a graph with `num_vertices` vertices from links[first, end) restricted to links whose
+/// ends both lie in [offset, offset + num_vertices), vertex ids shifted by -offset.
+Graph make_graph(const std::vector<Link>& links, std::size_t first, std::size_t end,
+                 VertexId offset, std::size_t num_vertices);
 
 struct NodeInfo {
-  Graph graph;  ///< the node's own links; vertex i is global vertex first_vertex + i
   int template_index = 0;
   int group_index = 0;
   VertexId first_vertex = 0;  ///< the node's vertices are [first_vertex, end_vertex)
   VertexId end_vertex = 0;
+  LinkId first_link = 0;  ///< the node's internal links are [first_link, end_link)
+  LinkId end_link = 0;
   std::vector<GpuId> gpus;
   std::vector<VertexId> nics;
 };
@@ -75,10 +82,14 @@ struct SourceRoutes {
 
 /// Lazily filled caches, safe for concurrent queries (once-flags per tree, a mutex per source).
 struct RouteCache {
-  explicit RouteCache(std::size_t num_vertices, std::size_t num_gpus)
-      : trees(num_vertices),
+  RouteCache(std::size_t num_vertices, std::size_t num_gpus, std::size_t num_nodes)
+      : node_graphs(num_nodes),
+        node_graph_once(std::make_unique<std::once_flag[]>(num_nodes)),
+        trees(num_vertices),
         tree_once(std::make_unique<std::once_flag[]>(num_vertices)),
         routes(std::make_unique<SourceRoutes[]>(num_gpus)) {}
+  std::vector<std::unique_ptr<Graph>> node_graphs;  ///< built on the first route into a node
+  std::unique_ptr<std::once_flag[]> node_graph_once;
   std::vector<std::unique_ptr<LocalTree>> trees;
   std::unique_ptr<std::once_flag[]> tree_once;
   std::unique_ptr<SourceRoutes[]> routes;

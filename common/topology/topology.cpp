@@ -78,6 +78,24 @@ std::string_view to_string(NetworkKind kind) {
 
 namespace detail {
 
+Graph make_graph(const std::vector<Link>& links, std::size_t first, std::size_t end,
+                 VertexId offset, std::size_t num_vertices) {
+  std::vector<std::pair<std::size_t, std::size_t>> edges;
+  std::vector<EdgeProps> props;
+  edges.reserve(end - first);
+  props.reserve(end - first);
+  const auto hi = offset + static_cast<VertexId>(num_vertices);
+  for (std::size_t i = first; i < end; ++i) {
+    const Link& l = links[i];
+    if (l.src < offset || l.src >= hi || l.dst < offset || l.dst >= hi) continue;
+    edges.emplace_back(static_cast<std::size_t>(l.src - offset),
+                       static_cast<std::size_t>(l.dst - offset));
+    props.push_back(EdgeProps{l.id, link_cost_ps(l)});
+  }
+  return Graph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), props.begin(),
+               num_vertices);
+}
+
 std::int64_t link_cost_ps(const Link& link) {
   constexpr double kProbeBytes = 1048576.0;
   const double rate = link.effective_bandwidth().bytes_per_second();
@@ -89,41 +107,44 @@ std::int64_t link_cost_ps(const Link& link) {
 
 namespace {
 
-using Edge = boost::graph_traits<Graph>::edge_descriptor;
 using GVertex = boost::graph_traits<Graph>::vertex_descriptor;
+
+// Records, for each vertex, the link of the edge that last lowered its distance: the entering
+// link of the final shortest path (ties keep the first path found; deterministic).
+struct RecordLink : boost::default_dijkstra_visitor {
+  std::vector<LinkId>* pred = nullptr;
+  template <class E, class G>
+  void edge_relaxed(E e, const G& g) {
+    (*pred)[boost::target(e, g)] = g[e].link;
+  }
+};
 
 // Dijkstra from `root` over `g`, whose vertex i is global vertex `offset + i`; returns for each
 // vertex of `g` the link entering it on the fastest path (-1 for the root and unreachable ones).
 std::vector<LinkId> dijkstra_preds(const Graph& g, VertexId root, VertexId offset) {
   const auto n = boost::num_vertices(g);
-  std::vector<GVertex> pred(n);
-  std::vector<std::int64_t> dist(n, std::numeric_limits<std::int64_t>::max());
-  const auto local_root = static_cast<GVertex>(root - offset);
-  boost::dijkstra_shortest_paths(
-      g, local_root,
-      boost::predecessor_map(
-          boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
-          .distance_map(
-              boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
-          .weight_map(boost::get(&EdgeProps::cost_ps, g)));
-  // Translate predecessor vertices into the entering link: among parallel edges pred -> v,
-  // the cheapest with the lowest link id (deterministic).
   std::vector<LinkId> out(n, -1);
-  for (GVertex v = 0; v < n; ++v) {
-    if (v == local_root || pred[v] == v) continue;
-    LinkId best = -1;
-    std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
-    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
-      if (boost::source(*it, g) != pred[v]) continue;
-      const EdgeProps& e = g[*it];
-      if (e.cost_ps < best_cost || (e.cost_ps == best_cost && e.link < best)) {
-        best = e.link;
-        best_cost = e.cost_ps;
-      }
-    }
-    out[v] = best;
-  }
+  std::vector<std::int64_t> dist(n, std::numeric_limits<std::int64_t>::max());
+  RecordLink visitor;
+  visitor.pred = &out;
+  boost::dijkstra_shortest_paths(
+      g, static_cast<GVertex>(root - offset),
+      boost::distance_map(
+          boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
+          .weight_map(boost::get(&EdgeProps::cost_ps, g))
+          .visitor(visitor));
   return out;
+}
+
+const Graph& node_graph(const TopologyData& d, NodeId n) {
+  const auto idx = static_cast<std::size_t>(n);
+  std::call_once(d.cache->node_graph_once[idx], [&] {
+    const NodeInfo& node = d.nodes[idx];
+    d.cache->node_graphs[idx] = std::make_unique<Graph>(make_graph(
+        d.links, static_cast<std::size_t>(node.first_link), static_cast<std::size_t>(node.end_link),
+        node.first_vertex, static_cast<std::size_t>(node.end_vertex - node.first_vertex)));
+  });
+  return *d.cache->node_graphs[idx];
 }
 
 const LocalTree& local_tree(const TopologyData& d, VertexId root) {
@@ -135,7 +156,7 @@ const LocalTree& local_tree(const TopologyData& d, VertexId root) {
     if (rv.node >= 0) {
       const NodeInfo& node = d.nodes[static_cast<std::size_t>(rv.node)];
       tree->first_vertex = node.first_vertex;
-      tree->pred = dijkstra_preds(node.graph, root, node.first_vertex);
+      tree->pred = dijkstra_preds(node_graph(d, rv.node), root, node.first_vertex);
     } else {
       tree->first_vertex = 0;
       tree->pred = dijkstra_preds(d.graph, root, 0);

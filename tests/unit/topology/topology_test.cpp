@@ -115,9 +115,12 @@ TEST(ShippedTopologies, LargeClusterLoadsFastAndRoutesAreCached) {
   const auto again = t.route(5, 1000);
   EXPECT_EQ(first.data(), again.data());  // cached, same storage
   const double load_s = std::chrono::duration<double>(loaded - start).count();
-#if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(load_s, 1.0);
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr double kLimitS = 10.0;  // sanitizers slow allocation-heavy code ~5-10x
+#else
+  constexpr double kLimitS = 1.0;
 #endif
+  EXPECT_LT(load_s, kLimitS);
   EXPECT_EQ(t.rail_of(t.gpu_at(77, 3)), 3);
 }
 
