@@ -24,7 +24,7 @@ struct Measurement {
 };
 
 /// The report. Op records keep each rank's times relative to its own iteration start (ranks
-/// start together after a barrier). iteration_time is the mean over measured iterations of
+/// start together after a barrier). iteration_time is the median over measured iterations of
 /// (max over ranks of the last op's end); the per-rank breakdown follows report.h's definitions
 /// on the last iteration. MFU/HFU are left 0 (a host has no meaningful peak FLOP/s).
 report::Report measured_report(const ir::Program& program, const model::ModelConfig& model,

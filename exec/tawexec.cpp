@@ -172,7 +172,7 @@ int run(const Options& o) {
                         static_cast<double>(program.header.seq_len);
   const std::int64_t total_steps = o.warmup + o.steps;
   std::vector<double> losses;
-  double timed_seconds = 0.0;
+  std::vector<double> timed;  // slowest rank's time per measured iteration (rank 0)
   exec::IterationRecord last;
   for (std::int64_t step = 0; step < total_steps; ++step) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -183,7 +183,7 @@ int run(const Options& o) {
     losses.push_back(*loss / tokens);
     double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (step >= o.warmup) timed_seconds += slowest;
+    if (step >= o.warmup) timed.push_back(slowest);
     last = std::move(*rec);
   }
 
@@ -196,14 +196,17 @@ int run(const Options& o) {
     exec::Measurement m;
     m.ranks = std::move(*records);
     m.peak_bytes = *peaks;
-    m.mean_iteration_seconds = timed_seconds / static_cast<double>(o.steps);
+    // The median: robust to other jobs' bursts on a shared machine.
+    std::sort(timed.begin(), timed.end());
+    m.mean_iteration_seconds = timed[timed.size() / 2];
     m.producer = "tawexec " TAWPIPE_VERSION " (host backend)";
     const report::Report rep = exec::measured_report(program, prepared->model, m);
     std::uint64_t peak = 0;
     for (std::uint64_t p : *peaks)
       peak = std::max(peak, p);
     std::cout << fmt::format(
-        "tawexec: {} on {} ranks: iteration {:.3f} ms (mean of {}), {:.0f} tokens/s, peak buffers "
+        "tawexec: {} on {} ranks: iteration {:.3f} ms (median of {}), {:.0f} tokens/s, peak "
+        "buffers "
         "{:.2f} MB/rank, loss {:.6f}\n",
         program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
         rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
