@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
       args.erase(args.begin());
       return tawpipe::cli::verify_command(args);
     }
+    if (!args.empty() && args.front() == "compare") {
+      args.erase(args.begin());
+      return tawpipe::cli::compare_command(args);
+    }
     return tawpipe::cli::main_command(args);
   } catch (const std::exception& e) {
     // Library code reports user errors as values; reaching this is a tawpipe bug.

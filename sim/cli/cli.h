@@ -17,5 +17,7 @@ inline constexpr int kExitUsage = 2;
 int main_command(const std::vector<std::string>& args);
 /// `tawsim verify FILE...`: verifies IR JSON files.
 int verify_command(const std::vector<std::string>& args);
+/// `tawsim compare PREDICTED.json MEASURED.json`: prediction against measurement.
+int compare_command(const std::vector<std::string>& args);
 
 }  // namespace tawpipe::cli

@@ -20,6 +20,14 @@
 #include "schedules/schedule.h"
 #include "schedules/workload.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "common/profile/profile.h"
 
 namespace po = boost::program_options;
 
@@ -28,6 +36,10 @@ namespace {
 
 constexpr const char* kExamples = R"(Examples:
   tawsim --topology 3x8-a100                     # all methods, the paper's headline workload
+  tawsim --topology 3x8-a100 --schedule tawpipe,tawpipe[overlap=off],fsdp --seq-len 8192
+  tawsim --topology 3x8-a100 --sweep seq-len=4096,8192,16384 --format csv > sweep.csv
+  tawsim --topology 3x8-a100 --set inter_node.nic.bandwidth=100Gb/s   # what-if: faster NICs
+  tawsim --topology 3x8-a100 --schedule tawpipe --trace run.trace.json --report run.json
   tawsim --topology 3x8-a100 --print-topology    # nodes, fabrics, NICs, bisection bandwidth
   tawsim --topology 3x8-a100 --set inter_node.nic.bandwidth=100Gb/s --print-topology
   tawsim --topology 3x8-a100 --schedule tawpipe --seq-len 8192 --emit-ir tawpipe.ir.json
@@ -42,6 +54,14 @@ struct Options {
   std::optional<std::string> seq_len, micro_batch, micro_batches, global_batch, dtype, recompute;
   std::optional<int> dp;
   std::string emit_ir;
+  std::string report_file;
+  std::string trace_file;
+  std::vector<int> trace_ranks;
+  std::vector<std::string> sweeps;
+  std::string format = "table";
+  std::string profile_file;
+  double sm_contention = 0.0;
+  int jobs = 0;
   std::string dot_file;
   bool print_topology = false;
   bool print_model = false;
@@ -116,6 +136,93 @@ int emit_programs(const schedules::Workload& w, const std::vector<schedules::Sch
   return kExitOk;
 }
 
+Expected<Format> parse_format(const std::string& text) {
+  if (text == "table") return Format::table;
+  if (text == "csv") return Format::csv;
+  if (text == "json") return Format::json;
+  return make_error("--format must be table, csv or json, got '" + text + "'");
+}
+
+// Progress on stderr for sweeps: points done, rate and ETA; only when stderr is a terminal.
+std::function<void(std::size_t, std::size_t)> progress_bar() {
+  if (::isatty(2) == 0) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [start](std::size_t done, std::size_t total) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = elapsed > 0.0 ? static_cast<double>(done) / elapsed : 0.0;
+    const double eta = rate > 0.0 ? static_cast<double>(total - done) / rate : 0.0;
+    const int width = 30;
+    const int filled =
+        static_cast<int>(width * static_cast<double>(done) / static_cast<double>(total));
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu points, %.1f/s, ETA %.0f s ",
+                 std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done, total,
+                 rate, eta);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
+
+int simulate_command(const Options& o, const std::vector<schedules::ScheduleVariant>& variants,
+                     const schedules::Workload& w) {
+  auto format = parse_format(o.format);
+  if (!format.ok()) return fail(format.error());
+  sim::SimOptions options;
+  if (!o.profile_file.empty()) {
+    auto profile = profile::read_profile_file(o.profile_file);
+    if (!profile.ok()) return fail(profile.error());
+    options.profile = std::move(*profile);
+  }
+  if (!(o.sm_contention >= 0.0 && o.sm_contention < 1.0)) {
+    return fail(
+        make_error("--sm-contention must be in [0, 1), got " + std::to_string(o.sm_contention)));
+  }
+  options.sm_contention = o.sm_contention;
+
+  if (!o.sweeps.empty()) {
+    if (!o.report_file.empty() || !o.trace_file.empty()) {
+      return fail(make_error("--report and --trace take a single workload, not a --sweep"));
+    }
+    std::vector<Sweep> sweeps;
+    for (const auto& text : o.sweeps) {
+      auto s = parse_sweep(text);
+      if (!s.ok()) return fail(s.error());
+      sweeps.push_back(std::move(*s));
+    }
+    const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency());
+    auto wall =
+        run_sweep(o.spec, sweeps, variants, options, *format, jobs, std::cout, progress_bar());
+    if (!wall.ok()) return fail(wall.error());
+    std::fprintf(stderr, "tawsim: sweep finished in %.2f s with %d job(s)\n", *wall, jobs);
+    return kExitOk;
+  }
+
+  RunOutputs outputs{o.report_file, o.trace_file, o.emit_ir, {}};
+  for (int r : o.trace_ranks) {
+    if (r < 0 || r >= w.topology.num_gpus()) {
+      return fail(make_error("--trace-ranks: rank " + std::to_string(r) + " is not in 0.." +
+                             std::to_string(w.topology.num_gpus() - 1)));
+    }
+    outputs.trace_ranks.push_back(r);
+  }
+  auto results = run_methods(w, variants, options, outputs);
+  if (!results.ok()) return fail(results.error());
+  const std::string title = workload_title(w);
+  switch (*format) {
+    case Format::table:
+      write_table(std::cout, title, *results);
+      break;
+    case Format::csv:
+      write_csv_header(std::cout, {});
+      write_csv_rows(std::cout, {}, *results);
+      break;
+    case Format::json:
+      std::cout << point_json(title, {}, *results) << "\n";
+      break;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main_command(const std::vector<std::string>& args) {
@@ -146,6 +253,20 @@ int main_command(const std::vector<std::string>& args) {
     ("set", po::value(&o.spec.sets)->composing(),
      "KEY=VALUE override, repeatable: a topology field by YAML key path "
      "(inter_node.nic.bandwidth=100Gb/s), model.KEY, train.KEY, SCHEDULE.KEY (tawpipe.groups=3)");
+  po::options_description output("Simulation and output");
+  output.add_options()
+    ("sweep", po::value(&o.sweeps)->composing(),
+     "KEY=V1,V2,...: simulate every value (repeatable: cartesian product); KEY as for --set or "
+     "seq-len, micro-batch, micro-batches, global-batch, dtype, recompute, dp")
+    ("jobs,j", po::value(&o.jobs), "parallel sweep points [number of cores]")
+    ("format", po::value(&o.format), "table, csv or json [table]")
+    ("report", po::value(&o.report_file), "write each method's report (JSON) to FILE ('{}' = method)")
+    ("trace", po::value(&o.trace_file), "write each method's Chrome/Perfetto trace to FILE ('{}' = "
+                                        "method)")
+    ("trace-ranks", po::value(&o.trace_ranks)->multitoken(), "keep only these ranks in traces")
+    ("profile", po::value(&o.profile_file), "calibration profile (YAML from tawexec calibrate)")
+    ("sm-contention", po::value(&o.sm_contention),
+     "compute slow-down while communication runs on the same GPU, e.g. 0.1 [0]");
   po::options_description actions("Actions");
   actions.add_options()
     ("print-topology", po::bool_switch(&o.print_topology), "print a summary of the topology")
@@ -159,7 +280,7 @@ int main_command(const std::vector<std::string>& args) {
     ("version", "print the version");
   // clang-format on
   po::options_description all;
-  all.add(workload).add(actions);
+  all.add(workload).add(output).add(actions);
 
   po::variables_map vm;
   try {
@@ -172,6 +293,7 @@ int main_command(const std::vector<std::string>& args) {
     std::cout << "Usage: tawsim [options]\n"
                  "       tawsim verify FILE.ir.json...\n\n"
               << workload << "\n"
+              << output << "\n"
               << actions << "\n"
               << kExamples;
     return kExitOk;
@@ -210,13 +332,12 @@ int main_command(const std::vector<std::string>& args) {
   }
   if (o.print_topology) std::cout << topo::describe(w->topology);
   if (o.print_model) print_model(w->model);
-  if (!o.emit_ir.empty()) return emit_programs(*w, *variants, o.emit_ir);
   if (o.print_topology || o.print_model || !o.dot_file.empty()) return kExitOk;
+  if (!o.emit_ir.empty() && o.report_file.empty() && o.trace_file.empty()) {
+    return emit_programs(*w, *variants, o.emit_ir);
+  }
 
-  // Until the simulator is wired in, the default action summarises the workload.
-  std::cout << topo::describe(w->topology);
-  print_model(w->model);
-  return kExitOk;
+  return simulate_command(o, *variants, *w);
 }
 
 }  // namespace tawpipe::cli

@@ -9,6 +9,7 @@
 #include "common/ir/json.h"
 #include "common/ir/verifier.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/file_args.h"
 
 namespace po = boost::program_options;
 
@@ -20,27 +21,14 @@ int verify_command(const std::vector<std::string>& args) {
   po::options_description opts("Options");
   opts.add_options()("help,h", "print this help")("quiet,q", po::bool_switch(&quiet),
                                                   "print nothing for valid programs");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&files));
-  po::positional_options_description pos;
-  pos.add("file", -1);
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "tawsim verify: %s (see tawsim verify --help)\n", e.what());
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: tawsim verify [-q] FILE.ir.json...\n\n"
-                 "Checks that each program is well-formed: structure, send/recv and collective\n"
-                 "matching, deadlock freedom, and symbolic dataflow (right shards, complete\n"
-                 "gradients). Exit 0 valid, 1 invalid, 2 unreadable.\n\n"
-              << opts;
-    return kExitOk;
+  if (auto status = parse_file_args(
+          args, opts, "tawsim verify",
+          "Usage: tawsim verify [-q] FILE.ir.json...\n\n"
+          "Checks that each program is well-formed: structure, send/recv and collective\n"
+          "matching, deadlock freedom, and symbolic dataflow (right shards, complete\n"
+          "gradients). Exit 0 valid, 1 invalid, 2 unreadable.\n",
+          files)) {
+    return *status;
   }
   if (files.empty()) {
     std::fprintf(stderr, "tawsim verify: no file given (usage: tawsim verify FILE...)\n");

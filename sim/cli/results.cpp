@@ -1,0 +1,182 @@
+#include "sim/cli/results.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace tawpipe::cli {
+namespace {
+
+double mean_fraction(const report::Report& r, SimTime report::RankStats::*field) {
+  if (r.rank_stats.empty() || r.iteration_time.picoseconds() <= 0) return 0.0;
+  double sum = 0.0;
+  for (const auto& s : r.rank_stats)
+    sum += (s.*field).seconds();
+  return sum / static_cast<double>(r.rank_stats.size()) / r.iteration_time.seconds();
+}
+
+// Index of the fastest method that ran and fits in memory, or -1.
+int fastest_feasible(const std::vector<MethodResult>& results) {
+  int best = -1;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& m = results[i];
+    if (!m.report || figures(*m.report).oom) continue;
+    if (best < 0 ||
+        m.report->iteration_time < results[static_cast<std::size_t>(best)].report->iteration_time) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+RowFigures figures(const report::Report& r) {
+  RowFigures f;
+  const double ranks = std::max(1, r.ranks);
+  f.iteration_time_s = r.iteration_time.seconds();
+  f.tokens_per_s = r.tokens_per_second;
+  f.tokens_per_s_per_gpu = r.tokens_per_second / ranks;
+  f.tflops_per_gpu =
+      f.iteration_time_s > 0.0 ? r.model_flops / f.iteration_time_s / ranks / 1e12 : 0.0;
+  f.mfu = r.mfu;
+  f.hfu = r.hfu;
+  f.exposed_comm_fraction = mean_fraction(r, &report::RankStats::exposed_comm);
+  f.bubble_fraction = mean_fraction(r, &report::RankStats::idle);
+  double inter = 0.0;
+  for (const auto& s : r.rank_stats) {
+    inter += s.inter_node_bytes_sent;
+    f.peak_memory_gib =
+        std::max(f.peak_memory_gib, static_cast<double>(s.peak_memory_bytes) / (1ULL << 30));
+    f.oom = f.oom || s.oom;
+  }
+  f.inter_node_gb_per_gpu = inter / ranks / 1e9;
+  return f;
+}
+
+void write_table(std::ostream& out, const std::string& title,
+                 const std::vector<MethodResult>& results) {
+  out << title << "\n\n";
+  std::size_t width = 6;
+  for (const auto& m : results)
+    width = std::max(width, m.label.size());
+  const bool any_hfu = std::any_of(results.begin(), results.end(), [](const MethodResult& m) {
+    return m.report && m.report->hfu > m.report->mfu * 1.0001;
+  });
+  out << fmt::format("{:<{}}  {:>9}  {:>10}  {:>9}  {:>8}  {:>5}  {}{:>7}  {:>7}  {:>9}  {:>10}\n",
+                     "method", width, "iter (s)", "tokens/s", "tok/s/GPU", "TFLOP/s", "MFU",
+                     any_hfu ? "  HFU  " : "", "exp.comm", "bubble", "xnode GB", "peak GiB");
+  for (const auto& m : results) {
+    if (!m.report) {
+      out << fmt::format("{:<{}}  n/a: {}\n", m.label, width, m.error);
+      continue;
+    }
+    const RowFigures f = figures(*m.report);
+    out << fmt::format(
+        "{:<{}}  {:>9.3f}  {:>10.0f}  {:>9.1f}  {:>8.1f}  {:>4.1f}%  {}{:>7.1f}%  {:>6.1f}%  "
+        "{:>9.2f}  {:>6.1f}{}\n",
+        m.label, width, f.iteration_time_s, f.tokens_per_s, f.tokens_per_s_per_gpu,
+        f.tflops_per_gpu, 100.0 * f.mfu, any_hfu ? fmt::format("{:>5.1f}%  ", 100.0 * f.hfu) : "",
+        100.0 * f.exposed_comm_fraction, 100.0 * f.bubble_fraction, f.inter_node_gb_per_gpu,
+        f.peak_memory_gib, f.oom ? " OOM" : "    ");
+  }
+  const int best = fastest_feasible(results);
+  if (best < 0) {
+    out << "\nno method fits in device memory with this configuration\n";
+    return;
+  }
+  const MethodResult& b = results[static_cast<std::size_t>(best)];
+  std::string line = "\nfastest feasible: " + b.label;
+  std::vector<std::string> speedups;
+  for (const auto& m : results) {
+    if (&m == &b || !m.report) continue;
+    const double ratio = m.report->iteration_time.seconds() / b.report->iteration_time.seconds();
+    speedups.push_back(
+        fmt::format("{:.2f}x vs {}{}", ratio, m.label, figures(*m.report).oom ? " (OOM)" : ""));
+  }
+  if (!speedups.empty()) {
+    line += ", ";
+    for (std::size_t i = 0; i < speedups.size(); ++i)
+      line += (i ? ", " : "") + speedups[i];
+  }
+  out << line << "\n";
+}
+
+void write_csv_header(std::ostream& out, const SweepPoint& point) {
+  for (const auto& kv : point)
+    out << csv_quote(kv.first) << ',';
+  out << "method,iteration_time_s,tokens_per_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,hfu,"
+         "exposed_comm_fraction,bubble_fraction,inter_node_gb_per_gpu,peak_memory_gib,oom,error\n";
+}
+
+void write_csv_rows(std::ostream& out, const SweepPoint& point,
+                    const std::vector<MethodResult>& results) {
+  for (const auto& m : results) {
+    for (const auto& kv : point)
+      out << csv_quote(kv.second) << ',';
+    out << csv_quote(m.label) << ',';
+    if (!m.report) {
+      out << ",,,,,,,,,,,," << csv_quote(m.error) << '\n';
+      continue;
+    }
+    const RowFigures f = figures(*m.report);
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},\n", f.iteration_time_s, f.tokens_per_s,
+                       f.tokens_per_s_per_gpu, f.tflops_per_gpu, f.mfu, f.hfu,
+                       f.exposed_comm_fraction, f.bubble_fraction, f.inter_node_gb_per_gpu,
+                       f.peak_memory_gib, f.oom ? "true" : "false");
+  }
+}
+
+std::string point_json(const std::string& title, const SweepPoint& point,
+                       const std::vector<MethodResult>& results) {
+  nlohmann::ordered_json j;
+  j["title"] = title;
+  j["point"] = nlohmann::ordered_json::object();
+  for (const auto& kv : point)
+    j["point"][kv.first] = kv.second;
+  j["methods"] = nlohmann::ordered_json::array();
+  for (const auto& m : results) {
+    nlohmann::ordered_json row;
+    row["method"] = m.label;
+    if (!m.report) {
+      row["error"] = m.error;
+      j["methods"].push_back(std::move(row));
+      continue;
+    }
+    const RowFigures f = figures(*m.report);
+    row["iteration_time_s"] = f.iteration_time_s;
+    row["tokens_per_s"] = f.tokens_per_s;
+    row["tokens_per_s_per_gpu"] = f.tokens_per_s_per_gpu;
+    row["tflops_per_gpu"] = f.tflops_per_gpu;
+    row["mfu"] = f.mfu;
+    row["hfu"] = f.hfu;
+    row["exposed_comm_fraction"] = f.exposed_comm_fraction;
+    row["bubble_fraction"] = f.bubble_fraction;
+    row["inter_node_gb_per_gpu"] = f.inter_node_gb_per_gpu;
+    row["peak_memory_gib"] = f.peak_memory_gib;
+    row["oom"] = f.oom;
+    row["links"] = nlohmann::ordered_json::array();
+    for (const auto& l : m.report->links) {
+      row["links"].push_back({{"name", l.name},
+                              {"class", l.link_class},
+                              {"inter_node", l.inter_node},
+                              {"bytes", l.bytes},
+                              {"utilisation", l.utilisation}});
+    }
+    j["methods"].push_back(std::move(row));
+  }
+  return j.dump(1);
+}
+
+}  // namespace tawpipe::cli

@@ -1,0 +1,225 @@
+#include "sim/cli/run.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "common/io.h"
+#include "common/ir/json.h"
+#include "common/report/trace.h"
+#include "common/strings.h"
+
+namespace tawpipe::cli {
+namespace {
+
+std::string expand(const std::string& pattern, const std::string& label) {
+  std::string out = pattern;
+  if (auto pos = out.find("{}"); pos != std::string::npos) out.replace(pos, 2, label);
+  return out;
+}
+
+// Per-link utilisation counter tracks from the network's usage samples (links that carried
+// traffic only, in link order).
+std::vector<report::CounterTrack> link_tracks(const sim::SimOutput& o, const topo::Topology& t) {
+  std::map<topo::LinkId, report::CounterTrack> tracks;
+  for (const auto& s : o.link_usage) {
+    const topo::Link& l = t.link(s.link);
+    auto& track = tracks[s.link];
+    if (track.name.empty()) {
+      track.name = l.name;
+      track.unit = "utilisation";
+    }
+    const double cap = l.capacity.bytes_per_second();
+    track.points.emplace_back(s.time, cap > 0.0 ? s.bytes_per_second / cap : 0.0);
+  }
+  std::vector<report::CounterTrack> out;
+  out.reserve(tracks.size());
+  for (auto& [id, track] : tracks)
+    out.push_back(std::move(track));
+  return out;
+}
+
+}  // namespace
+
+std::string workload_title(const schedules::Workload& w) {
+  const auto& t = w.topology;
+  return fmt::format("tawsim: {} ({} GPUs in {} nodes) | model {} | {} | dp {}", t.name(),
+                     t.num_gpus(), t.num_nodes(), w.model.name, model::summary(w.train), w.dp);
+}
+
+Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
+                                                const std::vector<schedules::ScheduleVariant>& vs,
+                                                const sim::SimOptions& base,
+                                                const RunOutputs& outputs) {
+  const bool files =
+      !outputs.report_file.empty() || !outputs.trace_file.empty() || !outputs.ir_file.empty();
+  if (vs.size() > 1) {
+    for (const std::string* f : {&outputs.report_file, &outputs.trace_file, &outputs.ir_file}) {
+      if (!f->empty() && f->find("{}") == std::string::npos) {
+        return make_error("output file '" + *f + "' is written once per method: put '{}' in " +
+                          "its name (replaced by the method), e.g. run.{}.json");
+      }
+    }
+  }
+  sim::SimOptions options = base;
+  options.model = w.model;
+  options.record_ops = options.record_ops || !outputs.trace_file.empty();
+  options.record_ranks = outputs.trace_ranks;
+  options.record_link_usage = !outputs.trace_file.empty();
+
+  std::vector<MethodResult> results;
+  struct Pending {
+    std::string label;
+    ir::Program program;
+    sim::SimOutput output;
+  };
+  std::vector<Pending> pending;
+  for (const auto& v : vs) {
+    MethodResult r;
+    r.label = v.label;
+    auto program = schedules::build_program(w, v);
+    if (!program.ok()) {
+      r.error = program.error().message;
+      results.push_back(std::move(r));
+      continue;
+    }
+    auto out = sim::run_simulation(*program, w.topology, options);
+    if (!out.ok()) {
+      r.error = out.error().message;
+      results.push_back(std::move(r));
+      continue;
+    }
+    r.report = out->report;
+    results.push_back(std::move(r));
+    if (files) pending.push_back({v.label, std::move(*program), std::move(*out)});
+  }
+  for (const auto& p : pending) {
+    if (!outputs.ir_file.empty()) {
+      TAWPIPE_TRY(write_file_with(expand(outputs.ir_file, p.label), [&](std::ostream& os) {
+        ir::write_program_json(p.program, os);
+        return Status::success();
+      }));
+    }
+    if (!outputs.report_file.empty()) {
+      TAWPIPE_TRY(write_file_with(expand(outputs.report_file, p.label), [&](std::ostream& os) {
+        report::write_report_json(p.output.report, os);
+        return Status::success();
+      }));
+    }
+    if (!outputs.trace_file.empty()) {
+      TAWPIPE_TRY(write_file_with(expand(outputs.trace_file, p.label), [&](std::ostream& os) {
+        report::TraceOptions topts;
+        topts.ranks = outputs.trace_ranks;
+        report::write_chrome_trace(p.program, p.output.report, link_tracks(p.output, w.topology),
+                                   topts, os);
+        return Status::success();
+      }));
+    }
+  }
+  return results;
+}
+
+Expected<Sweep> parse_sweep(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return make_error("--sweep expects KEY=V1,V2,..., got '" + std::string(text) + "'");
+  }
+  Sweep s{std::string(text.substr(0, eq)), split(text.substr(eq + 1), ',')};
+  if (s.values.size() == 1 && s.values.front().empty()) {
+    return make_error("--sweep " + s.key + " has no values (expected " + s.key + "=V1,V2,...)");
+  }
+  for (const auto& v : s.values) {
+    if (v.empty()) return make_error("--sweep " + s.key + " has an empty value");
+  }
+  return s;
+}
+
+Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vector<Sweep>& sweeps,
+                           const std::vector<schedules::ScheduleVariant>& variants,
+                           const sim::SimOptions& options, Format format, int jobs,
+                           std::ostream& out,
+                           const std::function<void(std::size_t, std::size_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  // The cartesian product, first sweep slowest; every point resolved before simulating.
+  std::vector<SweepPoint> points(1);
+  for (const Sweep& s : sweeps) {
+    std::vector<SweepPoint> next;
+    for (const auto& p : points) {
+      for (const auto& v : s.values) {
+        SweepPoint q = p;
+        q.emplace_back(s.key, v);
+        next.push_back(std::move(q));
+      }
+    }
+    points = std::move(next);
+  }
+  std::vector<schedules::Workload> workloads;
+  workloads.reserve(points.size());
+  for (const auto& p : points) {
+    schedules::WorkloadSpec spec = base;
+    for (const auto& [k, v] : p)
+      spec.sets.push_back(k + "=" + v);
+    auto w = schedules::resolve_workload(spec);
+    if (!w.ok()) return std::move(w).error();
+    workloads.push_back(std::move(*w));
+  }
+
+  // Workers simulate points in any order; the caller's thread prints them in point order.
+  std::vector<std::optional<std::string>> rendered(points.size());
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<std::size_t> next_point{0};
+  auto render = [&](std::size_t i) {
+    auto results = run_methods(workloads[i], variants, options);
+    std::ostringstream os;
+    if (!results.ok()) {
+      os << "point " << i << ": " << results.error().to_string() << "\n";
+    } else if (format == Format::csv) {
+      write_csv_rows(os, points[i], *results);
+    } else if (format == Format::json) {
+      os << (i == 0 ? "[\n" : ",\n")
+         << point_json(workload_title(workloads[i]), points[i], *results);
+    } else {
+      std::string title = workload_title(workloads[i]);
+      for (const auto& [k, v] : points[i])
+        title += " | " + k + "=" + v;
+      write_table(os, title, *results);
+      os << "\n";
+    }
+    return os.str();
+  };
+  auto worker = [&] {
+    for (std::size_t i = next_point++; i < points.size(); i = next_point++) {
+      std::string text = render(i);
+      std::lock_guard lock(mutex);
+      rendered[i] = std::move(text);
+      ready.notify_all();
+    }
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(points.size())));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back(worker);
+
+  if (format == Format::csv) write_csv_header(out, points.front());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::unique_lock lock(mutex);
+    ready.wait(lock, [&] { return rendered[i].has_value(); });
+    out << *rendered[i] << std::flush;
+    rendered[i]->clear();
+    lock.unlock();
+    if (progress) progress(i + 1, points.size());
+  }
+  for (auto& t : pool)
+    t.join();
+  if (format == Format::json) out << "\n]\n";
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace tawpipe::cli
