@@ -176,8 +176,12 @@ void parse_pcie(const MapReader& tm, TemplateSpec& t, std::vector<std::string>& 
         const int gpu = read_gpu_index(gi, t.gpus);
         auto& o = owner[static_cast<std::size_t>(gpu)];
         if (o >= 0) {
-          fail(gi, "duplicate: GPU " + std::to_string(gpu) + " is already under switch '" +
-                       t.pcie_switches[static_cast<std::size_t>(o)].id + "'");
+          // `o` may be the switch being read (not yet in t.pcie_switches).
+          const auto other = static_cast<std::size_t>(o);
+          const std::string& where =
+              other < t.pcie_switches.size() ? t.pcie_switches[other].id : p.id;
+          fail(gi, "duplicate: GPU " + std::to_string(gpu) + " is already under switch '" + where +
+                       "'");
         }
         o = static_cast<int>(t.pcie_switches.size());
         p.gpus.push_back(gpu);
