@@ -10,7 +10,7 @@ TAWPIPE_PACKAGES=(
   libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-jsonschema
 )
 
 log() { printf '\033[1m[tawpipe]\033[0m %s\n' "$*" >&2; }

@@ -89,7 +89,7 @@ void write_table(std::ostream& out, const std::string& title,
         m.label, width, f.iteration_time_s, f.tokens_per_s, f.tokens_per_s_per_gpu,
         f.tflops_per_gpu, 100.0 * f.mfu, any_hfu ? fmt::format("{:>5.1f}%  ", 100.0 * f.hfu) : "",
         100.0 * f.exposed_comm_fraction, 100.0 * f.bubble_fraction, f.inter_node_gb_per_gpu,
-        f.peak_memory_gib, f.oom ? " OOM" : "    ");
+        f.peak_memory_gib, f.oom ? " OOM" : "");
   }
   const int best = fastest_feasible(results);
   if (best < 0) {
