@@ -59,6 +59,12 @@ Expected<std::filesystem::path> resolve_topology(std::string_view name_or_path) 
   std::error_code ec;
   if (!bare) {
     if (std::filesystem::is_regular_file(given, ec)) return given;
+    // `--topology 3x8-a100.yaml` from any directory: a file name alone also names a shipped file.
+    const std::filesystem::path shipped = topology_dir() / given;
+    if (name_or_path.find('/') == std::string_view::npos &&
+        std::filesystem::is_regular_file(shipped, ec)) {
+      return shipped;
+    }
     return Error{"no such topology file", given.string(), 0, 0, ""};
   }
   const std::filesystem::path candidate = topology_dir() / (std::string(name_or_path) + ".yaml");

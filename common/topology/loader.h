@@ -45,8 +45,9 @@ Expected<Topology> load_topology_string(std::string_view yaml_text, std::string_
 std::filesystem::path topology_dir();
 
 /// A bare name (no '/' and no extension, e.g. `3x8-a100`) resolves to `topology_dir()/NAME.yaml`;
-/// anything else is taken as a path. Errors: the file does not exist (with the closest shipped
-/// name as a suggestion for bare names).
+/// anything else is taken as a path; a file name without a folder that does not exist in the
+/// current directory is looked up in `topology_dir()` too (`--topology 3x8-a100.yaml`). Errors: the
+/// file does not exist (with the closest shipped name as a suggestion for bare names).
 Expected<std::filesystem::path> resolve_topology(std::string_view name_or_path);
 
 /// A shipped topology for `--list-topologies`.
