@@ -63,21 +63,21 @@ struct Gemm {
 /// The element-wise and attention kernels of the block (exec/cuda/kernels.cu), each the device
 /// twin of an exec/math function (named in the comment; the argument slots are listed there).
 enum class Kernel : std::uint8_t {
-  rmsnorm_forward,      ///< p: x, g, y, r(f32);  s: rows, width;  f: eps
-  rmsnorm_backward,     ///< p: x, g, r, dy, dx, dg(f32, added);  s: rows, width
-  rope,                 ///< p: x (in place);  s: tokens, heads, head_dim, seq_len;  f: base, inv
-  attention_forward,    ///< p: q, k, v, probs(f32), out;  s: batch, heads, head_dim, seq_len
-  attention_backward,   ///< p: q, k, v, probs, dout, dq, dk, dv, ds(f32 scratch);  s: as fwd
-  swiglu_forward,       ///< p: gate, up, m;  s: n
-  swiglu_backward,      ///< p: gate, up, dm, dgate, dup;  s: n
-  add,                  ///< p: dst, src (dst += src; dst of `dtype`, src of `dtype2`);  s: n
-  embedding_forward,    ///< p: table, tokens(i32), x;  s: tokens, hidden
-  embedding_backward,   ///< p: tokens(i32), dx, dtable(f32, added);  s: tokens, hidden
-  cross_entropy,        ///< p: logits (-> dlogits in place), targets(i32), loss(f64 += sum)
-                        ///< s: rows, vocab;  f: scale
-  adamw,                ///< p: grad(f32), master(f32), m(f32), v(f32);  s: n;
-                        ///< f: lr, beta1, beta2, eps, weight_decay, step
-  cast,                 ///< p: dst (`dtype`), src (`dtype2`);  s: n
+  rmsnorm_forward,     ///< p: x, g, y, r(f32);  s: rows, width;  f: eps
+  rmsnorm_backward,    ///< p: x, g, r, dy, dx, dg(f32, added);  s: rows, width
+  rope,                ///< p: x (in place);  s: tokens, heads, head_dim, seq_len;  f: base, inv
+  attention_forward,   ///< p: q, k, v, probs(f32), out;  s: batch, heads, head_dim, seq_len
+  attention_backward,  ///< p: q, k, v, probs, dout, dq, dk, dv, ds(f32 scratch);  s: as fwd
+  swiglu_forward,      ///< p: gate, up, m;  s: n
+  swiglu_backward,     ///< p: gate, up, dm, dgate, dup;  s: n
+  add,                 ///< p: dst, src (dst += src; dst of `dtype`, src of `dtype2`);  s: n
+  embedding_forward,   ///< p: table, tokens(i32), x;  s: tokens, hidden
+  embedding_backward,  ///< p: tokens(i32), dx, dtable(f32, added);  s: tokens, hidden
+  cross_entropy,       ///< p: logits (-> dlogits in place), targets(i32), loss(f64 += sum)
+                       ///< s: rows, vocab;  f: scale
+  adamw,               ///< p: grad(f32), master(f32), m(f32), v(f32);  s: n;
+                       ///< f: lr, beta1, beta2, eps, weight_decay, step
+  cast,                ///< p: dst (`dtype`), src (`dtype2`);  s: n
 };
 const char* name(Kernel k);
 

@@ -189,8 +189,8 @@ Status DeviceBackend::prepare(const ir::Program& program, ir::Rank rank) {
       continue;
     needs[op.stream] = 1;
     if (op.layer_end > op.layer_begin)
-      max_layers[op.stream] = std::max(max_layers[op.stream],
-                                       static_cast<std::size_t>(op.layer_end - op.layer_begin));
+      max_layers[op.stream] =
+          std::max(max_layers[op.stream], static_cast<std::size_t>(op.layer_end - op.layer_begin));
   }
   for (std::size_t s = 0; s < needs.size(); ++s) {
     if (!needs[s]) continue;
@@ -282,13 +282,15 @@ Status DeviceBackend::Impl::post(ir::OpIndex i) {
       return release(ir::writes(*rp, op)[0], s);
     case ir::OpKind::copy: {
       const ir::BufferId src = ir::reads(*rp, op)[0], dst = ir::writes(*rp, op)[0];
-      const DType ts = types[static_cast<std::size_t>(src)], td = types[static_cast<std::size_t>(dst)];
+      const DType ts = types[static_cast<std::size_t>(src)],
+                  td = types[static_cast<std::size_t>(dst)];
       const std::uint64_t n = std::min(elements_of(src), elements_of(dst));
       auto a = operand(i, src, 0, "copy source");
       auto b = operand(i, dst, 0, "copy destination");
       if (!a.ok()) return a.error();
       if (!b.ok()) return b.error();
-      if (ts == td) return api.copy_device(*b, *a, std::min<std::uint64_t>(op.bytes, n * dtype_size(ts)), s);
+      if (ts == td)
+        return api.copy_device(*b, *a, std::min<std::uint64_t>(op.bytes, n * dtype_size(ts)), s);
       KernelLaunch k;
       k.kernel = Kernel::cast;
       k.dtype = td;
@@ -341,9 +343,15 @@ Status DeviceBackend::Impl::post_collective(ir::OpIndex i, const ir::Op& op, Str
   std::uint64_t count = total;
   DevicePtr sbuf = *send, rbuf = *recv;
   switch (op.collective) {
-    case ir::CollectiveKind::broadcast: kind = Collective::broadcast; break;
-    case ir::CollectiveKind::reduce: kind = Collective::reduce; break;
-    case ir::CollectiveKind::all_reduce: kind = Collective::all_reduce; break;
+    case ir::CollectiveKind::broadcast:
+      kind = Collective::broadcast;
+      break;
+    case ir::CollectiveKind::reduce:
+      kind = Collective::reduce;
+      break;
+    case ir::CollectiveKind::all_reduce:
+      kind = Collective::all_reduce;
+      break;
     case ir::CollectiveKind::all_gather:
       kind = Collective::all_gather;
       count = total / usize;
@@ -403,7 +411,8 @@ Expected<double> DeviceBackend::take_loss_sum() {
   Impl& m = *impl_;
   m.api.mark_op(ir::kNone);
   double v = 0.0;
-  TAWPIPE_TRY(m.api.copy_to_host(std::as_writable_bytes(std::span(&v, 1)), m.loss, m.streams.at(0)));
+  TAWPIPE_TRY(
+      m.api.copy_to_host(std::as_writable_bytes(std::span(&v, 1)), m.loss, m.streams.at(0)));
   TAWPIPE_TRY(m.api.mem_zero(m.loss, 8, m.streams.at(0)));
   return v;
 }

@@ -14,8 +14,7 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
   const StreamHandle s = streams.at(op.stream);
   // Operands by role, as exec/host/compute_ops.cpp finds them.
   ir::BufferId w = ir::kNone, act_in = ir::kNone, agrad_in = ir::kNone, grad_in = ir::kNone,
-               state = ir::kNone, act_out = ir::kNone, agrad_out = ir::kNone,
-               grad_out = ir::kNone;
+               state = ir::kNone, act_out = ir::kNone, agrad_out = ir::kNone, grad_out = ir::kNone;
   std::vector<ir::BufferId> weights_out;
   auto role = [&](ir::BufferId b) { return rp->buffers[static_cast<std::size_t>(b)].role; };
   auto first = [](ir::BufferId& slot, ir::BufferId b) {
@@ -48,7 +47,7 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
     const DevicePtr dst = env->scratch.tokens + (targets ? TH / dims.hidden * 4 : 0);
     return api.copy_to_device(dst, std::as_bytes(std::span(v)), s);
   };
-#define TAWPIPE_OPERAND(var, id, need, what) \
+#define TAWPIPE_OPERAND(var, id, need, what)   \
   auto var##_or = operand(i, id, need, what);  \
   if (!var##_or.ok()) return var##_or.error(); \
   const DevicePtr var = *var##_or
@@ -122,8 +121,8 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
       k.p = {g, master, st, st + n * 4};
       k.s[0] = static_cast<std::int64_t>(n);
       const model::AdamWConfig& c = options.optimizer;
-      k.f = {static_cast<float>(c.lr),  static_cast<float>(c.beta1),
-             static_cast<float>(c.beta2), static_cast<float>(c.eps),
+      k.f = {static_cast<float>(c.lr),           static_cast<float>(c.beta1),
+             static_cast<float>(c.beta2),        static_cast<float>(c.eps),
              static_cast<float>(c.weight_decay), static_cast<float>(step + 1)};
       TAWPIPE_TRY(api.launch(k, s));
       for (ir::BufferId b : weights_out) {

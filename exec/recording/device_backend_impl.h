@@ -81,8 +81,8 @@ struct DeviceBackend::Impl {
     if (!alive[u]) return make_error(where(i) + "buffer '" + name + "' is dead (not allocated)");
     if (elements_of(b) < need) {
       return make_error(where(i) + what + " operand '" + name + "' holds " +
-                        std::to_string(elements_of(b)) + " elements of " + name_of(b) +
-                        ", needs " + std::to_string(need));
+                        std::to_string(elements_of(b)) + " elements of " + name_of(b) + ", needs " +
+                        std::to_string(need));
     }
     return addr[u];
   }

@@ -57,9 +57,8 @@ class Emitter {
                    DevicePtr b, std::size_t ldb, DevicePtr c, std::size_t ldc) {
     return gemm(true, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc, DType::f32);
   }
-  Status launch(Kernel kernel, std::initializer_list<DevicePtr> p,
-                std::initializer_list<int64_t> s, std::initializer_list<float> f = {},
-                DType dtype2 = DType::f32) {
+  Status launch(Kernel kernel, std::initializer_list<DevicePtr> p, std::initializer_list<int64_t> s,
+                std::initializer_list<float> f = {}, DType dtype2 = DType::f32) {
     KernelLaunch k;
     k.kernel = kernel;
     k.dtype = act_;
@@ -79,8 +78,8 @@ class Emitter {
     return env_.api->copy_device(dst, src, elements * dtype_size(act_), env_.stream);
   }
   Status rope(DevicePtr x, bool inverse) {
-    return launch(Kernel::rope, {x}, {i64(d_.tokens()), i64(d_.heads), i64(d_.head_dim),
-                                      i64(d_.seq_len)},
+    return launch(Kernel::rope, {x},
+                  {i64(d_.tokens()), i64(d_.heads), i64(d_.head_dim), i64(d_.seq_len)},
                   {d_.rope_base, inverse ? 1.0f : 0.0f});
   }
   std::array<int64_t, 4> attn_shape() const {
@@ -121,8 +120,8 @@ class Emitter {
     // MLP: y = x2 + m Wdown.
     TAWPIPE_TRY(gemm_grad(F, H, T, s_.m, F, dy, H, DW(L.w_down), H));
     TAWPIPE_TRY(gemm_act(false, true, T, F, H, dy, H, W(L.w_down), H, 0.0f, s_.dm, F));
-    TAWPIPE_TRY(launch(Kernel::swiglu_backward, {s_.gate, s_.up, s_.dm, s_.dgate, s_.dup},
-                       {i64(T * F)}));
+    TAWPIPE_TRY(
+        launch(Kernel::swiglu_backward, {s_.gate, s_.up, s_.dm, s_.dgate, s_.dup}, {i64(T * F)}));
     TAWPIPE_TRY(gemm_grad(H, F, T, s_.h2, H, s_.dgate, F, DW(L.w_gate), F));
     TAWPIPE_TRY(gemm_grad(H, F, T, s_.h2, H, s_.dup, F, DW(L.w_up), F));
     TAWPIPE_TRY(gemm_act(false, true, T, H, F, s_.dgate, F, W(L.w_gate), F, 0.0f, s_.dh, H));
@@ -191,8 +190,7 @@ Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const ma
   return s;
 }
 
-Status layers_forward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x,
-                      DevicePtr y) {
+Status layers_forward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr y) {
   Emitter e(env);
   const math::Dims& d = env.dims;
   const std::size_t TH = d.tokens() * d.hidden, phi = math::layer_layout(d).size;
@@ -207,8 +205,8 @@ Status layers_forward(const ComputeEnv& env, DevicePtr w, std::size_t n, DeviceP
   return Status::success();
 }
 
-Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x,
-                       DevicePtr dy, DevicePtr dx, DevicePtr dw) {
+Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr dy,
+                       DevicePtr dx, DevicePtr dw) {
   Emitter e(env);
   const math::Dims& d = env.dims;
   const Scratch& s = env.scratch;
@@ -256,13 +254,14 @@ Status head_forward_backward(const ComputeEnv& env, DevicePtr w_emb, DevicePtr x
   TAWPIPE_TRY(e.launch(Kernel::rmsnorm_forward, {x, at(w_emb, E.final_norm, env.act), s.h1, s.r1},
                        {i64(T), i64(H)}, {d.norm_eps}));
   TAWPIPE_TRY(e.gemm_act(false, true, T, V, H, s.h1, H, head, H, 0.0f, s.logits, V));
-  TAWPIPE_TRY(e.launch(Kernel::cross_entropy, {s.logits, targets, loss}, {i64(T), i64(V)}, {scale}));
+  TAWPIPE_TRY(
+      e.launch(Kernel::cross_entropy, {s.logits, targets, loss}, {i64(T), i64(V)}, {scale}));
   TAWPIPE_TRY(e.gemm_grad(V, H, T, s.logits, V, s.h1, H, at(dw_emb, E.lm_head, DType::f32), H));
   TAWPIPE_TRY(e.gemm_act(false, false, T, H, V, s.logits, V, head, H, 0.0f, s.dh, H));
-  return e.launch(Kernel::rmsnorm_backward,
-                  {x, at(w_emb, E.final_norm, env.act), s.r1, s.dh, dx,
-                   at(dw_emb, E.final_norm, DType::f32)},
-                  {i64(T), i64(H)});
+  return e.launch(
+      Kernel::rmsnorm_backward,
+      {x, at(w_emb, E.final_norm, env.act), s.r1, s.dh, dx, at(dw_emb, E.final_norm, DType::f32)},
+      {i64(T), i64(H)});
 }
 
 }  // namespace tawpipe::exec::device

@@ -17,8 +17,8 @@ namespace tawpipe::exec::device {
 /// Allocated once at prepare (persistent), freed with the backend.
 struct Scratch {
   // One layer's forward cache ([T x H] or [T x F] of `act`; r* and probs f32).
-  DevicePtr h1 = 0, r1 = 0, q = 0, k = 0, v = 0, probs = 0, o = 0, x2 = 0, h2 = 0, r2 = 0,
-            gate = 0, up = 0, m = 0;
+  DevicePtr h1 = 0, r1 = 0, q = 0, k = 0, v = 0, probs = 0, o = 0, x2 = 0, h2 = 0, r2 = 0, gate = 0,
+            up = 0, m = 0;
   // Backward temporaries.
   DevicePtr dm = 0, dgate = 0, dup = 0, dh = 0, dx2 = 0, dout = 0, dq = 0, dk = 0, dv = 0, ds = 0;
   // Layer inputs recomputed for the backward (max_layers x [T x H]), ping-pong and gradients.
@@ -45,8 +45,8 @@ Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const ma
 Status layers_forward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr y);
 
 /// Recompute + back-propagate (block.h layers_backward): writes dx, ADDS into dw (f32).
-Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x,
-                       DevicePtr dy, DevicePtr dx, DevicePtr dw);
+Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr dy,
+                       DevicePtr dx, DevicePtr dw);
 
 /// x[t] = token_embedding[tokens[t]] (tokens already in scratch.tokens).
 Status embedding_forward(const ComputeEnv& env, DevicePtr w_emb, DevicePtr x);

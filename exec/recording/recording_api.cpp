@@ -7,12 +7,30 @@
 namespace tawpipe::exec::device {
 
 const char* name(Call::Kind k) {
-  static const char* const names[] = {
-      "set_device",     "stream_create",  "event_create",   "event_record", "stream_wait_event",
-      "stream_synchronize", "mem_alloc",  "mem_free",       "mem_zero",     "copy_to_device",
-      "copy_to_host",   "copy_device",    "unique_id",      "comm_init_rank", "comm_split",
-      "comm_abort",     "comm_destroy",   "group_start",    "group_end",    "send",
-      "recv",           "collective",     "gemm",           "launch"};
+  static const char* const names[] = {"set_device",
+                                      "stream_create",
+                                      "event_create",
+                                      "event_record",
+                                      "stream_wait_event",
+                                      "stream_synchronize",
+                                      "mem_alloc",
+                                      "mem_free",
+                                      "mem_zero",
+                                      "copy_to_device",
+                                      "copy_to_host",
+                                      "copy_device",
+                                      "unique_id",
+                                      "comm_init_rank",
+                                      "comm_split",
+                                      "comm_abort",
+                                      "comm_destroy",
+                                      "group_start",
+                                      "group_end",
+                                      "send",
+                                      "recv",
+                                      "collective",
+                                      "gemm",
+                                      "launch"};
   return names[static_cast<std::size_t>(k)];
 }
 
@@ -235,14 +253,15 @@ Status RecordingApi::group_start() {
 }
 
 Status RecordingApi::group_end() {
-  if (group_depth_ == 0) errors_.push_back("op " + std::to_string(op_) + ": group_end without start");
+  if (group_depth_ == 0)
+    errors_.push_back("op " + std::to_string(op_) + ": group_end without start");
   group_depth_ = std::max(group_depth_ - 1, 0);
   add(Call::Kind::group_end);
   return Status::success();
 }
 
-Status RecordingApi::send(DevicePtr buf, std::uint64_t count, DType type, int peer,
-                          CommHandle comm, StreamHandle stream) {
+Status RecordingApi::send(DevicePtr buf, std::uint64_t count, DType type, int peer, CommHandle comm,
+                          StreamHandle stream) {
   check_stream(stream);
   check_comm(comm);
   check_range(buf, count * dtype_size(type), "send buffer");
@@ -255,8 +274,8 @@ Status RecordingApi::send(DevicePtr buf, std::uint64_t count, DType type, int pe
   return Status::success();
 }
 
-Status RecordingApi::recv(DevicePtr buf, std::uint64_t count, DType type, int peer,
-                          CommHandle comm, StreamHandle stream) {
+Status RecordingApi::recv(DevicePtr buf, std::uint64_t count, DType type, int peer, CommHandle comm,
+                          StreamHandle stream) {
   check_stream(stream);
   check_comm(comm);
   check_range(buf, count * dtype_size(type), "recv buffer");

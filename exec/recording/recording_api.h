@@ -127,7 +127,7 @@ class RecordingApi final : public DeviceApi {
   std::vector<std::string> errors_;
   int streams_ = 0, events_ = 0, group_depth_ = 0;
   std::set<EventHandle> recorded_;
-  std::vector<int> comm_colors_;            ///< per handle
+  std::vector<int> comm_colors_;             ///< per handle
   std::map<DevicePtr, std::uint64_t> live_;  ///< address -> bytes
   DevicePtr next_ = 0x10000000;
   std::uint64_t live_bytes_ = 0, peak_bytes_ = 0;
