@@ -2,7 +2,6 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <map>
 
 #include "common/model/cost.h"
 #include "sim/compute/compute_model.h"
@@ -16,15 +15,33 @@ std::size_t idx(T v) {
   return static_cast<std::size_t>(v);
 }
 
-const char* class_name(const ir::Op& op) {
+// Op classes of the report: compute kinds, collective kinds, then send, recv, copy.
+constexpr std::size_t kComputeKinds = static_cast<std::size_t>(ir::ComputeKind::optimizer) + 1;
+constexpr std::size_t kCollectiveKinds =
+    static_cast<std::size_t>(ir::CollectiveKind::reduce_scatter) + 1;
+constexpr std::size_t kClassSlots = kComputeKinds + kCollectiveKinds + 3;
+
+std::size_t class_slot(const ir::Op& op) {
   switch (op.kind) {
     case ir::OpKind::compute:
-      return ir::name(op.compute);
+      return static_cast<std::size_t>(op.compute);
     case ir::OpKind::collective:
-      return ir::name(op.collective);
+      return kComputeKinds + static_cast<std::size_t>(op.collective);
+    case ir::OpKind::send:
+      return kComputeKinds + kCollectiveKinds;
+    case ir::OpKind::recv:
+      return kComputeKinds + kCollectiveKinds + 1;
     default:
-      return ir::name(op.kind);
+      return kComputeKinds + kCollectiveKinds + 2;
   }
+}
+
+const char* class_slot_name(std::size_t slot) {
+  if (slot < kComputeKinds) return ir::name(static_cast<ir::ComputeKind>(slot));
+  slot -= kComputeKinds;
+  if (slot < kCollectiveKinds) return ir::name(static_cast<ir::CollectiveKind>(slot));
+  slot -= kCollectiveKinds;
+  return ir::name(slot == 0 ? ir::OpKind::send : slot == 1 ? ir::OpKind::recv : ir::OpKind::copy);
 }
 
 bool is_comm(ir::OpKind k) {
@@ -67,8 +84,9 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
         model::model_flops_per_token(*options.model, program.header.seq_len).total_flops() *
         rep.tokens_per_iteration;
 
-  // Per-rank figures, op class totals, hardware FLOPs.
-  std::map<std::string, report::OpClassTotals> classes;
+  // Per-rank figures, op class totals (accumulated per kind, then sorted by name), hardware
+  // FLOPs.
+  std::vector<report::OpClassTotals> classes(kClassSlots);
   rep.rank_stats.resize(idx(rep.ranks));
   for (std::size_t r = 0; r < program.ranks.size(); ++r) {
     const ir::RankProgram& rp = program.ranks[r];
@@ -81,7 +99,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
       if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
       const std::size_t g = res.rank_offset[r] + i;
       const SimTime d = res.op_end[g] - res.op_start[g];
-      report::OpClassTotals& t = classes[class_name(op)];
+      report::OpClassTotals& t = classes[class_slot(op)];
       ++t.count;
       t.total += d;
       if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
@@ -103,10 +121,15 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
     rs.intra_node_bytes_sent = res.intra_node_bytes_sent[r];
     rs.inter_node_bytes_sent = res.inter_node_bytes_sent[r];
   }
-  for (auto& [name, t] : classes) {
-    t.name = name;
-    rep.op_classes.push_back(t);
+  for (std::size_t k = 0; k < kClassSlots; ++k) {
+    if (classes[k].count == 0) continue;
+    classes[k].name = class_slot_name(k);
+    rep.op_classes.push_back(classes[k]);
   }
+  std::sort(rep.op_classes.begin(), rep.op_classes.end(),
+            [](const report::OpClassTotals& a, const report::OpClassTotals& b) {
+              return a.name < b.name;
+            });
   rep.mfu = safe_div(rep.model_flops, seconds * rep.peak_flops_per_second);
   rep.hfu = safe_div(rep.hardware_flops, seconds * rep.peak_flops_per_second);
 

@@ -12,6 +12,7 @@
 #include "sim/compute/compute_model.h"
 #include "sim/engine/engine.h"
 #include "sim/network/collectives.h"
+#include "sim/run/big_vector.h"
 
 namespace tawpipe::sim {
 namespace {
@@ -37,6 +38,20 @@ struct Instance {
   std::int32_t arrived = 0;
   std::int32_t outstanding = 0;
   std::int32_t root_member = -1;
+  std::int32_t members = 0;
+};
+
+/// The executor's compact copy of one op: everything the event loop needs, so that it never walks
+/// the Program's pools (cache- and TLB-friendly at a million ops).
+struct RtOp {
+  std::uint64_t bytes = 0;  ///< transfers: message bytes; alloc/free: buffer size; compute:
+                            ///< workspace bytes
+  SimTime duration;         ///< compute and copy ops: the compute model's time
+  std::int32_t rank = 0;
+  std::int32_t unit = 0;
+  std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance
+  ir::OpKind kind = ir::OpKind::compute;
+  std::uint8_t state = 0;  ///< 0 waiting, 1 posted, 2 done
 };
 
 struct RankClock {
@@ -66,9 +81,10 @@ class Executor {
  private:
   enum EventKind : std::uint32_t { kOpDone = 0, kCollectiveDone = 1 };
 
+  /// The IR op of global index `g` (preparation and rare paths only).
   const ir::Op& op_at(std::size_t g) const {
-    const ir::Rank r = op_rank_[g];
-    return program_.ranks[idx(r)].ops[g - res_.rank_offset[idx(r)]];
+    const auto r = idx(rt_[g].rank);
+    return program_.ranks[r].ops[g - res_.rank_offset[r]];
   }
   Status build_units();
   Status build_p2p();
@@ -83,6 +99,13 @@ class Executor {
   void start_collective(std::uint32_t inst);
   void complete_op(std::size_t g);
   void complete_collective(std::uint32_t inst);
+  /// Completes the zero-time ops (alloc, free) queued while handling the current event, in
+  /// order; they may release more. Cheaper than a zero-delay event per op, and not recursive.
+  void drain() {
+    for (std::size_t i = 0; i < immediate_.size(); ++i)
+      complete_op(immediate_[i]);
+    immediate_.clear();
+  }
   void release(std::int32_t unit) {
     if (--unit_remaining_[idx(unit)] == 0) post_unit(unit);
   }
@@ -110,25 +133,23 @@ class Executor {
   ExecutionResult res_;
   std::size_t total_ops_ = 0;
   std::size_t completed_ = 0;
-  std::vector<ir::Rank> op_rank_;
-  std::vector<std::int32_t> op_unit_;
-  std::vector<std::int32_t> op_link_;   ///< p2p: partner's global index; collective: instance
-  std::vector<std::uint8_t> op_state_;  ///< 0 waiting, 1 posted, 2 done
-  std::vector<std::int32_t> unit_remaining_;
-  std::vector<std::int32_t> unit_pending_;
-  std::vector<std::int32_t> unit_next_;
-  std::vector<std::uint32_t> unit_op_offset_;
-  std::vector<std::uint32_t> unit_ops_;
-  std::vector<std::uint32_t> dependents_offset_;
-  std::vector<std::int32_t> dependents_;
+  BigVector<RtOp> rt_;  ///< by global op index
+  BigVector<std::uint32_t> immediate_;
+  BigVector<std::int32_t> unit_remaining_;
+  BigVector<std::int32_t> unit_pending_;
+  BigVector<std::int32_t> unit_next_;
+  BigVector<std::uint32_t> unit_op_offset_;
+  BigVector<std::uint32_t> unit_ops_;
+  BigVector<std::uint32_t> dependents_offset_;
+  BigVector<std::int32_t> dependents_;
   std::vector<Instance> instances_;
-  std::vector<std::int32_t> inst_ops_;
+  BigVector<std::int32_t> inst_ops_;
   std::vector<RankClock> clock_;
   std::vector<CollectiveTransfer> scratch_transfers_;
 };
 
 Error Executor::op_error(std::size_t g, const std::string& what) const {
-  const ir::Rank r = op_rank_[g];
+  const ir::Rank r = rt_[g].rank;
   const ir::Op& op = op_at(g);
   const char* kind = op.kind == ir::OpKind::compute      ? ir::name(op.compute)
                      : op.kind == ir::OpKind::collective ? ir::name(op.collective)
@@ -143,24 +164,46 @@ Status Executor::build_units() {
   for (std::size_t r = 0; r < ranks; ++r)
     res_.rank_offset[r + 1] = res_.rank_offset[r] + program_.ranks[r].ops.size();
   total_ops_ = res_.rank_offset[ranks];
-  op_rank_.resize(total_ops_);
-  op_unit_.resize(total_ops_);
-  op_link_.assign(total_ops_, -1);
-  op_state_.assign(total_ops_, 0);
-  std::vector<std::int32_t> unit_group;
+  rt_.resize(total_ops_);
+  unit_remaining_.reserve(total_ops_);
+  unit_next_.reserve(total_ops_);
+  BigVector<std::int32_t> unit_group;
   std::vector<std::int32_t> last_unit(program_.streams.size());
-  std::vector<std::uint32_t> unit_size;
+  BigVector<std::uint32_t> unit_size;
+  unit_group.reserve(total_ops_);
+  unit_size.reserve(total_ops_);
   for (std::size_t r = 0; r < ranks; ++r) {
     std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
     const ir::RankProgram& rp = program_.ranks[r];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const std::size_t g = res_.rank_offset[r] + i;
       const ir::Op& op = rp.ops[i];
-      op_rank_[g] = static_cast<ir::Rank>(r);
+      RtOp& rt = rt_[g];
+      rt.rank = static_cast<ir::Rank>(r);
+      rt.kind = op.kind;
+      switch (op.kind) {
+        case ir::OpKind::compute:
+          if (op.cost != ir::kNone) rt.bytes = program_.costs[idx(op.cost)].workspace_bytes;
+          rt.duration = compute_.op_time(rt.rank, op);
+          break;
+        case ir::OpKind::copy:
+          rt.bytes = op.bytes;
+          rt.duration = compute_.op_time(rt.rank, op);
+          break;
+        case ir::OpKind::alloc:
+        case ir::OpKind::free: {
+          const auto w = ir::writes(rp, op);
+          if (!w.empty()) rt.bytes = rp.buffers[idx(w[0])].size.count();
+          break;
+        }
+        default:
+          rt.bytes = op.bytes;
+          break;
+      }
       if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");
       const std::int32_t prev = last_unit[op.stream];
       if (op.group != ir::kNone && prev != kNoUnit && unit_group[idx(prev)] == op.group) {
-        op_unit_[g] = prev;
+        rt.unit = prev;
         ++unit_size[idx(prev)];
         continue;
       }
@@ -171,7 +214,7 @@ Status Executor::build_units() {
       unit_next_.push_back(kNoUnit);
       if (prev != kNoUnit) unit_next_[idx(prev)] = u;
       last_unit[op.stream] = u;
-      op_unit_[g] = u;
+      rt.unit = u;
     }
   }
   const std::size_t units = unit_group.size();
@@ -180,14 +223,14 @@ Status Executor::build_units() {
   for (std::size_t u = 0; u < units; ++u)
     unit_op_offset_[u + 1] = unit_op_offset_[u] + unit_size[u];
   unit_ops_.resize(total_ops_);
-  std::vector<std::uint32_t> fill(unit_op_offset_.begin(), unit_op_offset_.end() - 1);
+  BigVector<std::uint32_t> fill(unit_op_offset_.begin(), unit_op_offset_.end() - 1);
   for (std::size_t g = 0; g < total_ops_; ++g)
-    unit_ops_[fill[idx(op_unit_[g])]++] = static_cast<std::uint32_t>(g);
+    unit_ops_[fill[idx(rt_[g].unit)]++] = static_cast<std::uint32_t>(g);
   // Dependents (CSR): op d -> units waiting for it. Dependencies inside one group are dropped:
   // the group is posted as a whole.
   dependents_offset_.assign(total_ops_ + 1, 0);
   for (int pass = 0; pass < 2; ++pass) {
-    std::vector<std::uint32_t> cursor;
+    BigVector<std::uint32_t> cursor;
     if (pass == 1) {
       for (std::size_t g = 0; g < total_ops_; ++g)
         dependents_offset_[g + 1] += dependents_offset_[g];
@@ -201,12 +244,12 @@ Status Executor::build_units() {
         for (ir::OpIndex d : ir::deps(rp, rp.ops[i])) {
           if (d < 0 || idx(d) >= i) return op_error(g, "dependency on a later op");
           const std::size_t dg = res_.rank_offset[r] + idx(d);
-          if (op_unit_[dg] == op_unit_[g]) continue;
+          if (rt_[dg].unit == rt_[g].unit) continue;
           if (pass == 0) {
             ++dependents_offset_[dg + 1];
-            ++unit_remaining_[idx(op_unit_[g])];
+            ++unit_remaining_[idx(rt_[g].unit)];
           } else {
-            dependents_[cursor[dg]++] = op_unit_[g];
+            dependents_[cursor[dg]++] = rt_[g].unit;
           }
         }
       }
@@ -231,7 +274,7 @@ Status Executor::build_p2p() {
     if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
     if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
       return op_error(g, "peer rank out of range");
-    const auto me = static_cast<std::uint64_t>(op_rank_[g]);
+    const auto me = static_cast<std::uint64_t>(rt_[g].rank);
     const auto peer = static_cast<std::uint64_t>(op.peer);
     const bool is_recv = op.kind == ir::OpKind::recv;
     const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
@@ -252,8 +295,8 @@ Status Executor::build_p2p() {
     if (!pair)
       return op_error(entries[i].g, entries[i].is_recv != 0 ? "receive without a matching send"
                                                             : "send without a matching receive");
-    op_link_[entries[i].g] = static_cast<std::int32_t>(entries[i + 1].g);
-    op_link_[entries[i + 1].g] = static_cast<std::int32_t>(entries[i].g);
+    rt_[entries[i].g].link = static_cast<std::int32_t>(entries[i + 1].g);
+    rt_[entries[i + 1].g].link = static_cast<std::int32_t>(entries[i].g);
     i += 2;
   }
   return Status::success();
@@ -281,7 +324,7 @@ Status Executor::build_collectives() {
     if (op.kind != ir::OpKind::collective) continue;
     if (op.comm < 0 || idx(op.comm) >= comms) return op_error(g, "communicator out of range");
     const std::size_t c = idx(op.comm);
-    const std::int32_t pos = find(c, op_rank_[g]);
+    const std::int32_t pos = find(c, rt_[g].rank);
     if (pos < 0) return op_error(g, "rank is not a member of its communicator");
     const std::uint32_t k = ordinal[c][idx(pos)]++;
     if (k == by_ordinal[c].size()) {
@@ -291,13 +334,14 @@ Status Executor::build_collectives() {
       const bool rooted = op.collective == ir::CollectiveKind::broadcast ||
                           op.collective == ir::CollectiveKind::reduce;
       inst.root_member = rooted ? find(c, op.peer) : -1;
+      inst.members = static_cast<std::int32_t>(program_.communicators[c].members.size());
       if (rooted && inst.root_member < 0) return op_error(g, "root is not a member");
       inst_ops_.resize(inst_ops_.size() + program_.communicators[c].members.size(), -1);
       by_ordinal[c].push_back(static_cast<std::int32_t>(instances_.size()));
       instances_.push_back(inst);
     }
     const std::int32_t id = by_ordinal[c][k];
-    op_link_[g] = id;
+    rt_[g].link = id;
     inst_ops_[instances_[idx(id)].ops_offset + idx(pos)] = static_cast<std::int32_t>(g);
   }
   for (std::size_t c = 0; c < comms; ++c) {
@@ -343,18 +387,21 @@ void Executor::on_event(const Event& e) {
   } else {
     complete_collective(static_cast<std::uint32_t>(e.data));
   }
+  drain();
 }
 
 void Executor::on_transfer_done(std::uint64_t token) {
   if ((token & kCollectiveToken) != 0) {
     const auto inst = static_cast<std::uint32_t>(token & ~kCollectiveToken);
     if (--instances_[inst].outstanding == 0) complete_collective(inst);
+    drain();
     return;
   }
   const std::size_t send_g = idx(token);
-  const std::size_t recv_g = idx(op_link_[send_g]);
+  const std::size_t recv_g = idx(rt_[send_g].link);
   complete_op(send_g);
   complete_op(recv_g);
+  drain();
 }
 
 void Executor::post_unit(std::int32_t unit) {
@@ -363,66 +410,56 @@ void Executor::post_unit(std::int32_t unit) {
 }
 
 void Executor::start_op(std::size_t g) {
-  const ir::Rank r = op_rank_[g];
-  const ir::Op& op = op_at(g);
+  RtOp& op = rt_[g];
+  const ir::Rank r = op.rank;
   const SimTime now = engine_.now();
   res_.op_start[g] = now;
-  op_state_[g] = 1;
-  const ir::RankProgram& rp = program_.ranks[idx(r)];
+  op.state = 1;
   switch (op.kind) {
     case ir::OpKind::compute:
     case ir::OpKind::copy: {
       account(r);
       RankClock& c = clock_[idx(r)];
       ++c.compute_running;
-      SimTime t = compute_.op_time(r, op);
+      SimTime t = op.duration;
       if (options_.sm_contention > 0.0 && c.comm_running > 0)
         t = SimTime::ps(static_cast<std::int64_t>(
             std::ceil(static_cast<double>(t.picoseconds()) * (1.0 + options_.sm_contention))));
-      if (op.kind == ir::OpKind::compute && op.cost != ir::kNone)
-        memory_->add(r, program_.costs[idx(op.cost)].workspace_bytes, now);
+      if (op.kind == ir::OpKind::compute) memory_->add(r, op.bytes, now);
       engine_.schedule_after(t, Event{handler_, kOpDone, g});
       break;
     }
     case ir::OpKind::alloc:
-    case ir::OpKind::free: {
-      const auto w = ir::writes(rp, op);
-      if (!w.empty()) {
-        const std::uint64_t bytes = rp.buffers[idx(w[0])].size.count();
-        if (op.kind == ir::OpKind::alloc) {
-          memory_->add(r, bytes, now);
-        } else {
-          memory_->remove(r, bytes);
-        }
-      }
-      engine_.schedule_after(SimTime(), Event{handler_, kOpDone, g});
+      memory_->add(r, op.bytes, now);
+      immediate_.push_back(static_cast<std::uint32_t>(g));
       break;
-    }
+    case ir::OpKind::free:
+      memory_->remove(r, op.bytes);
+      immediate_.push_back(static_cast<std::uint32_t>(g));
+      break;
     case ir::OpKind::send:
     case ir::OpKind::recv: {
       account(r);
       ++clock_[idx(r)].comm_running;
-      const std::size_t partner = idx(op_link_[g]);
-      if (op_state_[partner] == 1) start_p2p(op.kind == ir::OpKind::send ? g : partner);
+      const std::size_t partner = idx(op.link);
+      if (rt_[partner].state == 1) start_p2p(op.kind == ir::OpKind::send ? g : partner);
       break;
     }
     case ir::OpKind::collective: {
       account(r);
       ++clock_[idx(r)].comm_running;
-      const auto inst = static_cast<std::uint32_t>(op_link_[g]);
+      const auto inst = static_cast<std::uint32_t>(op.link);
       Instance& in = instances_[inst];
-      if (++in.arrived ==
-          static_cast<std::int32_t>(program_.communicators[idx(in.comm)].members.size()))
-        start_collective(inst);
+      if (++in.arrived == in.members) start_collective(inst);
       break;
     }
   }
 }
 
 void Executor::start_p2p(std::size_t send_g) {
-  const ir::Rank src = op_rank_[send_g];
-  const ir::Rank dst = op_rank_[idx(op_link_[send_g])];
-  const ir::Op& op = op_at(send_g);
+  const RtOp& op = rt_[send_g];
+  const ir::Rank src = op.rank;
+  const ir::Rank dst = rt_[idx(op.link)].rank;
   const auto& placement = program_.header.placement;
   const topo::GpuId a = placement[idx(src)];
   const topo::GpuId b = placement[idx(dst)];
@@ -468,22 +505,20 @@ void Executor::complete_collective(std::uint32_t inst) {
 }
 
 void Executor::complete_op(std::size_t g) {
-  const ir::Rank r = op_rank_[g];
-  const ir::Op& op = op_at(g);
-  const SimTime now = engine_.now();
+  RtOp& op = rt_[g];
+  const ir::Rank r = op.rank;
   if (is_compute(op.kind)) {
     account(r);
     --clock_[idx(r)].compute_running;
-    if (op.kind == ir::OpKind::compute && op.cost != ir::kNone)
-      memory_->remove(r, program_.costs[idx(op.cost)].workspace_bytes);
+    if (op.kind == ir::OpKind::compute) memory_->remove(r, op.bytes);
   } else if (is_comm(op.kind)) {
     account(r);
     --clock_[idx(r)].comm_running;
   }
-  res_.op_end[g] = now;
-  op_state_[g] = 2;
+  res_.op_end[g] = engine_.now();
+  op.state = 2;
   ++completed_;
-  const std::int32_t u = op_unit_[g];
+  const std::int32_t u = op.unit;
   if (--unit_pending_[idx(u)] == 0 && unit_next_[idx(u)] != kNoUnit) release(unit_next_[idx(u)]);
   for (std::uint32_t i = dependents_offset_[g]; i < dependents_offset_[g + 1]; ++i)
     release(dependents_[i]);
@@ -494,11 +529,12 @@ Expected<ExecutionResult> Executor::run() {
   for (std::size_t u = 0; u < units; ++u) {
     if (unit_remaining_[u] == 0) post_unit(static_cast<std::int32_t>(u));
   }
+  drain();
   engine_.run();
   if (completed_ != total_ops_) {
     for (std::size_t g = 0; g < total_ops_; ++g) {
-      if (op_state_[g] != 2)
-        return op_error(g, op_state_[g] == 1
+      if (rt_[g].state != 2)
+        return op_error(g, rt_[g].state == 1
                                ? "simulation stalled: posted but its peer(s) never arrived"
                                : "simulation stalled: never became ready (deadlock)");
     }

@@ -27,6 +27,7 @@
 #include "common/units.h"
 #include "sim/memory/memory_model.h"
 #include "sim/network/network_model.h"
+#include "sim/run/big_vector.h"
 
 namespace tawpipe::sim {
 
@@ -49,8 +50,8 @@ struct RankTimes {
 /// Everything one run produced; turned into a report by `build_report` (report_builder.h).
 struct ExecutionResult {
   std::vector<std::size_t> rank_offset;  ///< global index of rank r's op 0; size ranks + 1
-  std::vector<SimTime> op_start;         ///< by global op index
-  std::vector<SimTime> op_end;
+  BigVector<SimTime> op_start;           ///< by global op index
+  BigVector<SimTime> op_end;
   std::vector<RankTimes> rank_times;
   std::vector<std::uint64_t> peak_memory_bytes;
   std::vector<std::uint64_t> usable_memory_bytes;
