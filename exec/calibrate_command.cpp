@@ -9,6 +9,9 @@
 #include "common/io.h"
 #include "common/topology/loader.h"
 #include "exec/host/calibrate.h"
+#ifdef TAWPIPE_HAVE_CUDA_BACKEND
+#include "exec/cuda/cuda_run.h"
+#endif
 
 namespace tawpipe::exec::host {
 
@@ -49,8 +52,13 @@ int calibrate_main(int argc, char** argv) {
     MPI_Finalize();
     return 0;
   }
-  if (backend == "cuda")
-    return fail("CUDA backend not built (this build has the host backend only)");
+  if (backend == "cuda") {
+#ifdef TAWPIPE_HAVE_CUDA_BACKEND
+    return cuda::calibrate_main(argc, argv);
+#else
+    return fail("CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
+#endif
+  }
   if (backend != "host") return fail("--backend must be host or cuda, got '" + backend + "'");
   auto path = topo::resolve_topology(topology);
   if (!path.ok()) return fail(path.error().to_string());

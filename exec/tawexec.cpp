@@ -28,6 +28,9 @@
 #include "exec/measure.h"
 #include "exec/reference.h"
 #include "exec/run_setup.h"
+#ifdef TAWPIPE_HAVE_CUDA_BACKEND
+#include "exec/cuda/cuda_run.h"
+#endif
 
 namespace po = boost::program_options;
 using namespace tawpipe;
@@ -120,7 +123,12 @@ int run(const Options& o) {
   int world = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (o.backend == "cuda") {
-    return usage_error("CUDA backend not built (this build has the host backend only)");
+#ifdef TAWPIPE_HAVE_CUDA_BACKEND
+    return exec::cuda::run_main(
+        {o.program, o.steps, o.warmup, o.report_file, o.trace_file, o.timeout, o.verify});
+#else
+    return usage_error("CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
+#endif
   }
   if (o.backend != "host")
     return usage_error("--backend must be host or cuda, got '" + o.backend + "'");

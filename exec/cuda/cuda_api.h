@@ -1,0 +1,31 @@
+/// \file
+/// The real DeviceApi (CUDA runtime, NCCL, cuBLAS) and the MPI bootstrap, behind headers free of
+/// CUDA types so that tawexec.cpp can include them. Built only when the CUDA Toolkit and NCCL are
+/// found (TAWPIPE_HAVE_CUDA).
+#pragma once
+
+#include <memory>
+
+#include "common/error.h"
+#include "exec/recording/device_api.h"
+#include "exec/recording/device_backend.h"
+
+namespace tawpipe::exec::cuda {
+
+/// Whether a device is visible: the error is one line, "no CUDA device visible
+/// (cudaGetDeviceCount: <the runtime's message>)". Never crashes without a driver.
+Status probe_device();
+
+/// The DeviceApi over CUDA, NCCL and cuBLAS. It owns every stream, event, communicator,
+/// allocation and cuBLAS handle it hands out (RAII owners) and releases them when destroyed.
+std::unique_ptr<device::DeviceApi> make_cuda_api();
+
+/// The bootstrap over MPI_COMM_WORLD (MPI must be initialised): local rank from the launcher's
+/// environment, else from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); broadcast = MPI_Bcast.
+std::unique_ptr<device::Bootstrap> make_mpi_bootstrap();
+
+/// Ranks sharing this process's node (MPI_Comm_split_type SHARED): for link classes in
+/// calibration. Collective over the world.
+Expected<int> node_size();
+
+}  // namespace tawpipe::exec::cuda

@@ -1,0 +1,270 @@
+// `tawexec calibrate --backend cuda`: micro-benchmarks through the same DeviceApi the backend
+// uses (so the figures are what the backend's calls achieve), timed with CUDA events, written as
+// a calibration profile (common/profile/profile.h).
+//
+// Measured on every rank's device (rank 0's figures are written): BF16 GEMM FLOP/s at the
+// block's shapes (T x H x H, T x F x H, T x H x F), attention forward and backward FLOP/s
+// (counted like common/model/cost.h: causal 2*B*S^2*H forward, 2.5x backward), element-wise
+// bytes/s (SwiGLU: three tensors), streaming device copy, and the cost of a one-element kernel
+// (launch overhead). With two or more ranks: NCCL send/recv latency (8 bytes) and bandwidth
+// (64 MiB) between world ranks 0 and 1, which share a node when ranks are placed by node
+// (link classes nvlink and nvswitch), and between rank 0 and the first rank of the second node
+// (link class nic), when there is one.
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <string>
+
+#include <fmt/core.h>
+#include <mpi.h>
+#include <boost/program_options.hpp>
+
+#include "common/io.h"
+#include "common/model/presets.h"
+#include "common/profile/profile.h"
+#include "common/topology/loader.h"
+#include "exec/cuda/cuda_api.h"
+#include "exec/cuda/cuda_run.h"
+#include "exec/math/dims.h"
+
+namespace tawpipe::exec::cuda {
+namespace {
+
+using device::DevicePtr;
+using device::DType;
+
+struct Bench {
+  device::DeviceApi& api;
+  device::StreamHandle stream;
+  device::EventHandle e0, e1;
+
+  /// Seconds per call of `fn` (mean over `reps` after one warm-up call).
+  Expected<double> time(int reps, const std::function<Status()>& fn) {
+    TAWPIPE_TRY(fn());
+    TAWPIPE_TRY(api.event_record(e0, stream));
+    for (int i = 0; i < reps; ++i)
+      TAWPIPE_TRY(fn());
+    TAWPIPE_TRY(api.event_record(e1, stream));
+    TAWPIPE_TRY(api.stream_synchronize(stream));
+    auto ms = api.event_elapsed_ms(e0, e1);
+    if (!ms.ok()) return ms.error();
+    return static_cast<double>(*ms) * 1e-3 / reps;
+  }
+};
+
+Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const math::Dims& d) {
+  auto stream = api.stream_create();
+  auto e0 = api.event_create();
+  auto e1 = api.event_create();
+  if (!stream.ok()) return stream.error();
+  if (!e0.ok()) return e0.error();
+  if (!e1.ok()) return e1.error();
+  Bench b{api, *stream, *e0, *e1};
+  const auto T = static_cast<std::int64_t>(d.tokens()), H = static_cast<std::int64_t>(d.hidden),
+             F = static_cast<std::int64_t>(d.ffn);
+  const std::uint64_t big = std::uint64_t{256} << 20;
+  auto mem = api.mem_alloc(3 * big, *stream);
+  if (!mem.ok()) return mem.error();
+  TAWPIPE_TRY(api.mem_zero(*mem, 3 * big, *stream));
+  const DevicePtr a = *mem, bb = *mem + big, c = *mem + 2 * big;
+  profile::DeviceProfile dev;
+  dev.dtype = "bf16";
+
+  double flops = 0.0, seconds = 0.0;
+  for (auto [m, n, k] : {std::array{T, H, H}, std::array{T, F, H}, std::array{T, H, F}}) {
+    device::Gemm g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a;
+    g.b = bb;
+    g.c = c;
+    g.lda = k;
+    g.ldb = n;
+    g.ldc = n;
+    g.ab_type = g.c_type = DType::bf16;
+    auto s = b.time(20, [&] { return api.gemm(g, *stream); });
+    if (!s.ok()) return s.error();
+    flops += 2.0 * static_cast<double>(m * n * k);
+    seconds += *s;
+  }
+  dev.gemm = FlopRate::flops_per_second(flops / seconds);
+
+  device::KernelLaunch at;
+  at.dtype = DType::bf16;
+  at.s = {static_cast<std::int64_t>(d.batch), static_cast<std::int64_t>(d.heads),
+          static_cast<std::int64_t>(d.head_dim), static_cast<std::int64_t>(d.seq_len)};
+  const double attn = 2.0 * static_cast<double>(d.batch * d.seq_len * d.seq_len * d.hidden);
+  // Stored probabilities and their gradient: batch * heads * S^2 fp32 each.
+  const std::uint64_t plane = d.batch * d.heads * d.seq_len * d.seq_len * 4;
+  auto probs = api.mem_alloc(2 * plane, *stream);
+  if (!probs.ok()) return probs.error();
+  at.kernel = device::Kernel::attention_forward;
+  at.p = {a, a, a, *probs, bb};
+  auto fwd = b.time(5, [&] { return api.launch(at, *stream); });
+  if (!fwd.ok()) return fwd.error();
+  dev.attention_fwd = FlopRate::flops_per_second(attn / *fwd);
+  at.kernel = device::Kernel::attention_backward;
+  at.p = {a, a, a, *probs, a, bb, bb, bb, *probs + plane};
+  auto bwd = b.time(5, [&] { return api.launch(at, *stream); });
+  if (!bwd.ok()) return bwd.error();
+  TAWPIPE_TRY(api.mem_free(*probs, *stream));
+  dev.attention_bwd = FlopRate::flops_per_second(2.5 * attn / *bwd);
+
+  device::KernelLaunch sw;
+  sw.kernel = device::Kernel::swiglu_forward;
+  sw.dtype = DType::bf16;
+  sw.p = {a, bb, c};
+  sw.s[0] = static_cast<std::int64_t>(big / 2);
+  auto ew = b.time(10, [&] { return api.launch(sw, *stream); });
+  if (!ew.ok()) return ew.error();
+  dev.elementwise = Bandwidth::bytes_per_second(3.0 * static_cast<double>(big) / *ew);
+  auto cp = b.time(10, [&] { return api.copy_device(bb, a, big, *stream); });
+  if (!cp.ok()) return cp.error();
+  dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * static_cast<double>(big) / *cp);
+  sw.s[0] = 1;
+  auto tiny = b.time(200, [&] { return api.launch(sw, *stream); });
+  if (!tiny.ok()) return tiny.error();
+  dev.launch_overhead = SimTime::from_seconds(*tiny);
+  TAWPIPE_TRY(api.mem_free(*mem, *stream));
+  return dev;
+}
+
+/// One-way NCCL send/recv time between world ranks `x` and `y` (others only join the split).
+Expected<std::optional<profile::LinkProfile>> measure_pair(device::DeviceApi& api,
+                                                           device::CommHandle world, int rank,
+                                                           int x, int y) {
+  const bool member = rank == x || rank == y;
+  auto pair = api.comm_split(world, member ? 0 : -1, rank == x ? 0 : 1);
+  if (!pair.ok()) return pair.error();
+  if (!member) return std::optional<profile::LinkProfile>{};
+  auto stream = api.stream_create();
+  auto e0 = api.event_create();
+  auto e1 = api.event_create();
+  if (!stream.ok() || !e0.ok() || !e1.ok()) return make_error("cannot create stream or events");
+  Bench b{api, *stream, *e0, *e1};
+  const std::uint64_t big = std::uint64_t{64} << 20;
+  auto buf = api.mem_alloc(2 * big, *stream);
+  if (!buf.ok()) return buf.error();
+  const int peer = rank == x ? 1 : 0;
+  auto exchange = [&](std::uint64_t bytes) {
+    return b.time(bytes > 1024 ? 10 : 200, [&]() -> Status {
+      TAWPIPE_TRY(api.group_start());
+      TAWPIPE_TRY(api.send(*buf, bytes, DType::u8, peer, *pair, *stream));
+      TAWPIPE_TRY(api.recv(*buf + big, bytes, DType::u8, peer, *pair, *stream));
+      return api.group_end();
+    });
+  };
+  auto lat = exchange(8);
+  auto bw = exchange(big);
+  if (!lat.ok()) return lat.error();
+  if (!bw.ok()) return bw.error();
+  profile::LinkProfile link;
+  link.latency = SimTime::from_seconds(*lat);
+  link.bandwidth =
+      Bandwidth::bytes_per_second(static_cast<double>(big) / std::max(*bw - *lat, 1e-9));
+  TAWPIPE_TRY(api.mem_free(*buf, *stream));
+  return std::optional<profile::LinkProfile>(link);
+}
+
+}  // namespace
+
+int calibrate_main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::string backend, topology = "3x8-a100", model_name = "llama-h4096-l48", output = "-";
+  std::int64_t seq_len = 4096;
+  po::options_description visible("tawexec calibrate --backend cuda options");
+  // clang-format off
+  visible.add_options()
+    ("help,h", "print this help")
+    ("backend", po::value(&backend), "cuda")
+    ("topology,t", po::value(&topology), "topology whose device kind the profile describes")
+    ("model,m", po::value(&model_name), "model whose block shapes to measure")
+    ("seq-len", po::value(&seq_len), "sequence length of the measured shapes")
+    ("output,o", po::value(&output), "write the profile YAML to FILE [-: standard output]");
+  // clang-format on
+  auto fail = [&](const std::string& message) {
+    if (rank == 0) std::cerr << "tawexec calibrate: " << message << "\n";
+    MPI_Finalize();
+    return 2;
+  };
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see tawexec calibrate --help)");
+  }
+  Status probe = probe_device();
+  int ok = probe.ok() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) return fail(probe.ok() ? "no CUDA device visible on some rank" : probe.error().message);
+  auto path = topo::resolve_topology(topology);
+  if (!path.ok()) return fail(path.error().to_string());
+  auto topo = topo::load_topology_file(*path);
+  if (!topo.ok()) return fail(topo.error().to_string());
+  auto model = model::resolve_model(model_name);
+  if (!model.ok()) return fail(model.error().to_string());
+  auto dims = math::host_dims(*model, seq_len, 1);
+  if (!dims.ok()) return fail(dims.error().to_string());
+
+  auto api = make_cuda_api();
+  auto boot = make_mpi_bootstrap();
+  auto run = [&]() -> Expected<profile::Profile> {
+    auto count = api->device_count();
+    if (!count.ok()) return count.error();
+    auto local = boot->local_rank();
+    if (!local.ok()) return local.error();
+    TAWPIPE_TRY(api->set_device(*local % *count));
+    auto dev = measure_device(*api, *dims);
+    if (!dev.ok()) return dev.error();
+    profile::Profile p;
+    p.producer =
+        "tawexec calibrate " TAWPIPE_VERSION " (cuda backend, " + std::to_string(world) + " ranks)";
+    p.devices[topo->device(0).name] = *dev;
+    if (world < 2) return p;
+    device::UniqueId id;
+    if (rank == 0) {
+      auto made = api->unique_id();
+      if (!made.ok()) return made.error();
+      id = *made;
+    }
+    TAWPIPE_TRY(boot->broadcast(std::as_writable_bytes(std::span(id.bytes)), 0));
+    auto comm = api->comm_init_rank(world, id, rank);
+    if (!comm.ok()) return comm.error();
+    auto per_node = node_size();
+    if (!per_node.ok()) return per_node.error();
+    if (*per_node >= 2) {
+      auto intra = measure_pair(*api, *comm, rank, 0, 1);
+      if (!intra.ok()) return intra.error();
+      if (*intra) p.links["nvlink"] = p.links["nvswitch"] = **intra;
+    }
+    if (world > *per_node) {
+      auto inter = measure_pair(*api, *comm, rank, 0, *per_node);
+      if (!inter.ok()) return inter.error();
+      if (*inter) p.links["nic"] = **inter;
+    }
+    return p;
+  };
+  auto profile = run();
+  if (!profile.ok()) {
+    std::cerr << "tawexec calibrate: rank " << rank << ": " << profile.error().to_string() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+  int status = 0;
+  if (rank == 0) {
+    Status s = write_text_file(output, profile::write_profile_yaml(*profile));
+    if (!s.ok()) {
+      std::cerr << "tawexec calibrate: " << s.error().to_string() << "\n";
+      status = 2;
+    }
+  }
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace tawpipe::exec::cuda

@@ -1,0 +1,180 @@
+// `tawexec --backend cuda`: the same loop as the host path of tawexec.cpp over DeviceBackend.
+#include "exec/cuda/cuda_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <vector>
+
+#include <fmt/core.h>
+#include <mpi.h>
+
+#include "common/io.h"
+#include "common/report/report.h"
+#include "common/report/trace.h"
+#include "exec/cuda/cuda_api.h"
+#include "exec/host/collect.h"
+#include "exec/interpreter.h"
+#include "exec/measure.h"
+#include "exec/reference.h"
+
+namespace tawpipe::exec::cuda {
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+/// Bad input or no device: every rank agrees, rank 0 says it once.
+int usage_error(const std::string& message) {
+  if (world_rank() == 0) std::cerr << "tawexec: " << message << "\n";
+  MPI_Finalize();
+  return 2;
+}
+
+/// A failure only this rank may see: say it, take everyone down.
+[[noreturn]] void abort_run(const std::string& message, int code = 1) {
+  std::cerr << "tawexec: rank " << world_rank() << ": " << message << std::endl;
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();
+}
+
+/// Every rank probes; if any sees no device, rank 0 reports (its own message when it has one).
+std::optional<std::string> missing_device() {
+  Status s = probe_device();
+  int ok = s.ok() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all) return std::nullopt;
+  return s.ok() ? std::string("no CUDA device visible on some rank") : s.error().message;
+}
+
+std::vector<std::int32_t> program_samples(const ir::Program& p) {
+  std::vector<std::int32_t> s;
+  for (const ir::RankProgram& rp : p.ranks)
+    for (const ir::Op& op : rp.ops)
+      if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward)
+        s.push_back(op.sample);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+}  // namespace
+
+int run_main(const CudaRunOptions& o) {
+  if (auto missing = missing_device()) return usage_error(*missing);
+  const int rank = world_rank();
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (o.steps < 1 || o.warmup < 0) return usage_error("--steps must be >= 1 and --warmup >= 0");
+  auto prepared = prepare_run(o.program);
+  if (!prepared.ok()) return usage_error(prepared.error().to_string());
+  const ir::Program& program = prepared->program;
+  if (program.num_ranks() != world) {
+    return usage_error(
+        fmt::format("the program has {} ranks but {} processes run; start it "
+                    "with mpirun -np {}",
+                    program.num_ranks(), world, program.num_ranks()));
+  }
+  auto api = make_cuda_api();
+  auto boot = make_mpi_bootstrap();
+  device::DeviceOptions opts;
+  opts.model = prepared->model;
+  opts.optimizer = prepared->train.optimizer;
+  opts.seed = prepared->train.seed;
+  device::DeviceBackend backend(*api, *boot, opts);
+  if (Status s = backend.prepare(program, rank); !s.ok()) abort_run(s.error().to_string(), 2);
+  InterpreterOptions io;
+  io.timeout_seconds = o.timeout_seconds;
+  Interpreter interpreter(program, rank, backend, io);
+
+  const std::vector<std::int32_t> samples = program_samples(program);
+  const double tokens = static_cast<double>(samples.size()) *
+                        static_cast<double>(program.header.micro_batch_size) *
+                        static_cast<double>(program.header.seq_len);
+  std::vector<double> losses, timed;
+  IterationRecord last;
+  for (std::int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto rec = interpreter.run_iteration(step);
+    if (!rec.ok()) {
+      // The watchdog (or a CUDA/NCCL error): abort the communicators so that no rank stays
+      // blocked inside NCCL, then take the job down with the naming line.
+      backend.abort_communicators();
+      abort_run(rec.error().message);
+    }
+    auto mine_loss = backend.take_loss_sum();
+    if (!mine_loss.ok()) abort_run(mine_loss.error().message);
+    auto loss = host::reduce_sum(*mine_loss);
+    if (!loss.ok()) abort_run(loss.error().message);
+    losses.push_back(*loss / tokens);
+    double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
+    MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (step >= o.warmup) timed.push_back(slowest);
+    last = std::move(*rec);
+  }
+  auto records = host::gather_records(last, world);
+  auto peaks = host::gather_u64(backend.peak_bytes(), world);
+  if (!records.ok()) abort_run(records.error().message);
+  if (!peaks.ok()) abort_run(peaks.error().message);
+  int exit_code = 0;
+  if (rank == 0) {
+    Measurement m;
+    m.ranks = std::move(*records);
+    m.peak_bytes = *peaks;
+    std::sort(timed.begin(), timed.end());
+    m.mean_iteration_seconds = timed[timed.size() / 2];
+    m.producer = "tawexec " TAWPIPE_VERSION " (cuda backend)";
+    const report::Report rep = measured_report(program, prepared->model, m);
+    const std::uint64_t peak = *std::max_element(peaks->begin(), peaks->end());
+    std::cout << fmt::format(
+        "tawexec: {} on {} GPUs: iteration {:.3f} ms (median of {}), {:.0f} tokens/s, peak "
+        "device memory {:.2f} MB/rank, loss {:.6f}\n",
+        program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
+        rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
+    auto write = [&](const std::string& file, auto&& fn) {
+      if (file.empty()) return;
+      Status s = write_file_with(file, [&](std::ostream& out) {
+        fn(out);
+        return Status::success();
+      });
+      if (!s.ok()) {
+        std::cerr << "tawexec: " << s.error().to_string() << "\n";
+        exit_code = 2;
+      }
+    };
+    write(o.report_file, [&](std::ostream& out) { report::write_report_json(rep, out); });
+    write(o.trace_file,
+          [&](std::ostream& out) { report::write_chrome_trace(program, rep, {}, {}, out); });
+    if (o.verify) {
+      // Losses only: the weights stay on the devices (tests/gpu checks the kernels against
+      // the host ones). bf16 programs get a bf16-sized tolerance.
+      ReferenceConfig rc;
+      rc.model = prepared->model;
+      rc.seq_len = program.header.seq_len;
+      rc.micro_batch_size = program.header.micro_batch_size;
+      rc.samples = samples;
+      rc.optimizer = prepared->train.optimizer;
+      rc.seed = prepared->train.seed;
+      auto ref = ReferenceTrainer::create(rc);
+      if (!ref.ok()) abort_run(ref.error().to_string());
+      const double limit = program.header.dtype == "bf16" ? 2e-2 : 1e-4;
+      double worst = 0.0;
+      for (double got : losses) {
+        const double want = ref->step();
+        worst = std::max(worst, std::abs(got - want) / std::max(1.0, std::abs(want)));
+      }
+      const bool ok = worst <= limit;
+      std::cout << fmt::format("verify: worst relative loss difference {:.3e} (limit {:.0e}): {}\n",
+                               worst, limit, ok ? "PASSED" : "FAILED");
+      if (!ok) exit_code = 1;
+    }
+  }
+  MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return exit_code;
+}
+
+}  // namespace tawpipe::exec::cuda
