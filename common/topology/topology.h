@@ -178,7 +178,7 @@ class Topology {
 
   /// The device model of a GPU.
   const DeviceKind& device(GpuId gpu) const;
-  /// All device kinds used, sorted by name.
+  /// All device kinds declared in the file, sorted by name.
   const std::vector<DeviceKind>& device_kinds() const;
 
   /// Vertex of a GPU (GPUs are vertices too).
