@@ -108,7 +108,11 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
     }
     if (!outputs.report_file.empty()) {
       TAWPIPE_TRY(write_file_with(expand(outputs.report_file, p.label), [&](std::ostream& os) {
-        report::write_report_json(p.output.report, os);
+        // Per-op records belong to the trace; the report keeps the summaries (compare reads
+        // those), which keeps it small for large runs.
+        report::Report summary = p.output.report;
+        summary.ops.clear();
+        report::write_report_json(summary, os);
         return Status::success();
       }));
     }
