@@ -24,6 +24,11 @@
 ///    c = min(S, 512 KiB) (NCCL's Simple-protocol step: NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8),
 ///    latency (P-1) * h.
 /// A collective of one member moves nothing.
+///
+/// The R rings of one collective run as ONE solver variable over all their links (the executor
+/// concatenates the transfers below; a link used by k rings gets coefficient k): NCCL splits the
+/// data equally over its channels and the collective ends with its slowest channel, so the rings
+/// share one rate. This also keeps a 1024-GPU collective at ~P solver elements instead of ~R*P.
 #pragma once
 
 #include <cstdint>

@@ -146,6 +146,7 @@ class Executor {
   BigVector<std::int32_t> inst_ops_;
   std::vector<RankClock> clock_;
   std::vector<CollectiveTransfer> scratch_transfers_;
+  std::vector<topo::LinkId> scratch_links_;
 };
 
 Error Executor::op_error(std::size_t g, const std::string& what) const {
@@ -167,11 +168,9 @@ Status Executor::build_units() {
   rt_.resize(total_ops_);
   unit_remaining_.reserve(total_ops_);
   unit_next_.reserve(total_ops_);
-  BigVector<std::int32_t> unit_group;
   std::vector<std::int32_t> last_unit(program_.streams.size());
-  BigVector<std::uint32_t> unit_size;
-  unit_group.reserve(total_ops_);
-  unit_size.reserve(total_ops_);
+  std::vector<std::int32_t> last_group(program_.streams.size());  // group of last_unit
+  unit_pending_.reserve(total_ops_);
   for (std::size_t r = 0; r < ranks; ++r) {
     std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
     const ir::RankProgram& rp = program_.ranks[r];
@@ -202,14 +201,14 @@ Status Executor::build_units() {
       }
       if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");
       const std::int32_t prev = last_unit[op.stream];
-      if (op.group != ir::kNone && prev != kNoUnit && unit_group[idx(prev)] == op.group) {
+      if (op.group != ir::kNone && prev != kNoUnit && last_group[op.stream] == op.group) {
         rt.unit = prev;
-        ++unit_size[idx(prev)];
+        ++unit_pending_[idx(prev)];
         continue;
       }
-      const auto u = static_cast<std::int32_t>(unit_group.size());
-      unit_group.push_back(op.group);
-      unit_size.push_back(1);
+      const auto u = static_cast<std::int32_t>(unit_pending_.size());
+      last_group[op.stream] = op.group;
+      unit_pending_.push_back(1);
       unit_remaining_.push_back(prev == kNoUnit ? 0 : 1);
       unit_next_.push_back(kNoUnit);
       if (prev != kNoUnit) unit_next_[idx(prev)] = u;
@@ -217,11 +216,10 @@ Status Executor::build_units() {
       rt.unit = u;
     }
   }
-  const std::size_t units = unit_group.size();
-  unit_pending_.assign(unit_size.begin(), unit_size.end());
+  const std::size_t units = unit_pending_.size();
   unit_op_offset_.assign(units + 1, 0);
   for (std::size_t u = 0; u < units; ++u)
-    unit_op_offset_[u + 1] = unit_op_offset_[u] + unit_size[u];
+    unit_op_offset_[u + 1] = unit_op_offset_[u] + static_cast<std::uint32_t>(unit_pending_[u]);
   unit_ops_.resize(total_ops_);
   BigVector<std::uint32_t> fill(unit_op_offset_.begin(), unit_op_offset_.end() - 1);
   for (std::size_t g = 0; g < total_ops_; ++g)
@@ -239,9 +237,12 @@ Status Executor::build_units() {
     }
     for (std::size_t r = 0; r < ranks; ++r) {
       const ir::RankProgram& rp = program_.ranks[r];
+      const ir::OpIndex* pool = rp.dep_pool.data();
       for (std::size_t i = 0; i < rp.ops.size(); ++i) {
         const std::size_t g = res_.rank_offset[r] + i;
-        for (ir::OpIndex d : ir::deps(rp, rp.ops[i])) {
+        const ir::Op& op = rp.ops[i];
+        for (std::uint32_t k = 0; k < op.deps_count; ++k) {
+          const ir::OpIndex d = pool[op.deps_offset + k];
           if (d < 0 || idx(d) >= i) return op_error(g, "dependency on a later op");
           const std::size_t dg = res_.rank_offset[r] + idx(d);
           if (rt_[dg].unit == rt_[g].unit) continue;
@@ -482,7 +483,10 @@ void Executor::start_collective(std::uint32_t inst) {
   const bool chain =
       op.collective == ir::CollectiveKind::broadcast || op.collective == ir::CollectiveKind::reduce;
   const double rings = static_cast<double>(scratch_transfers_.size());
-  in.outstanding = static_cast<std::int32_t>(scratch_transfers_.size());
+  // All rings of the collective form ONE solver variable (collectives.h): links shared by several
+  // rings get the summed coefficient, and the collective ends with its slowest ring.
+  scratch_links_.clear();
+  SimTime latency;
   for (const CollectiveTransfer& t : scratch_transfers_) {
     const double sent = chain ? static_cast<double>(op.bytes) / rings : t.bytes;
     for (std::size_t e = 0; e < t.ring->edges.size(); ++e) {
@@ -491,7 +495,13 @@ void Executor::start_collective(std::uint32_t inst) {
       auto& counter = edge.inter_node ? res_.inter_node_bytes_sent : res_.intra_node_bytes_sent;
       counter[idx(members[idx(edge.src)])] += sent;
     }
-    network_.start(t.links, t.bytes, t.latency, kCollectiveToken | inst);
+    scratch_links_.insert(scratch_links_.end(), t.links.begin(), t.links.end());
+    latency = std::max(latency, t.latency);
+  }
+  if (!scratch_transfers_.empty()) {
+    in.outstanding = 1;
+    network_.start(scratch_links_, scratch_transfers_.front().bytes, latency,
+                   kCollectiveToken | inst);
   }
   if (scratch_transfers_.empty())
     engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});

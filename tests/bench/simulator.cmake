@@ -6,3 +6,6 @@ target_link_libraries(bench_simulator PRIVATE tawpipe_sim tawpipe_schedules tawp
 add_test(NAME bench_simulator_smoke
          COMMAND bench_simulator --benchmark_filter=paper/onefoneb --benchmark_min_time=0.001)
 set_tests_properties(bench_simulator_smoke PROPERTIES LABELS bench)
+# sim_paper_table: the paper-family table of the closing note (not a test).
+add_executable(sim_paper_table ${CMAKE_CURRENT_LIST_DIR}/sim_paper_table.cpp)
+target_link_libraries(sim_paper_table PRIVATE tawpipe_sim tawpipe_schedules tawpipe_flags)
