@@ -35,6 +35,13 @@ __device__ __forceinline__ void st(float* p, float v) {
 __device__ __forceinline__ void st(bf16* p, float v) {
   *p = __float2bfloat16(v);
 }
+__device__ __forceinline__ void atomic_add(float* p, float v) {
+  atomicAdd(p, v);
+}
+/// bf16 atomics exist from sm_80 on (the architectures we build for).
+__device__ __forceinline__ void atomic_add(bf16* p, float v) {
+  atomicAdd(p, __float2bfloat16(v));
+}
 
 /// Sum (or max) over the block; every thread gets the result. `scratch` holds 32 floats.
 template <bool Max>
@@ -72,8 +79,8 @@ __global__ void rmsnorm_forward(const T* x, const T* g, T* y, float* r, int64_t 
 }
 
 template <class T>
-__global__ void rmsnorm_backward(const T* x, const T* g, const float* r, const T* dy, T* dx,
-                                 float* dg, int64_t width) {
+__global__ void rmsnorm_backward(const T* x, const T* g, const float* r, const T* dy, T* dx, T* dg,
+                                 int64_t width) {
   __shared__ float red[32];
   const int64_t row = blockIdx.x;
   const T* xr = x + row * width;
@@ -83,7 +90,7 @@ __global__ void rmsnorm_backward(const T* x, const T* g, const float* r, const T
   for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
     const float xhat = ld(xr + i) * inv;
     dot += ld(dyr + i) * ld(g + i) * xhat;
-    atomicAdd(dg + i, ld(dyr + i) * xhat);
+    atomic_add(dg + i, ld(dyr + i) * xhat);
   }
   const float mean = block_reduce<false>(dot, red) / static_cast<float>(width);
   for (int64_t i = threadIdx.x; i < width; i += blockDim.x)
@@ -239,12 +246,12 @@ __global__ void embedding_forward(const T* table, const int32_t* tokens, T* x, i
 }
 
 template <class T>
-__global__ void embedding_backward(const int32_t* tokens, const T* dx, float* dtable, int64_t n,
+__global__ void embedding_backward(const int32_t* tokens, const T* dx, T* dtable, int64_t n,
                                    int64_t hidden) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * hidden) return;
   const int64_t t = i / hidden, c = i % hidden;
-  atomicAdd(dtable + static_cast<int64_t>(tokens[t]) * hidden + c, ld(dx + i));
+  atomic_add(dtable + static_cast<int64_t>(tokens[t]) * hidden + c, ld(dx + i));
 }
 
 /// One block per row: loss += logsumexp - logit[target]; logits := (softmax - onehot) * scale.
@@ -271,12 +278,13 @@ __global__ void cross_entropy(T* logits, const int32_t* targets, double* loss, i
   }
 }
 
-__global__ void adamw(const float* grad, float* w, float* m, float* v, int64_t n, float lr,
-                      float b1, float b2, float eps, float wd, float step) {
+template <class G>
+__global__ void adamw(const G* grad, float* w, float* m, float* v, int64_t n, float lr, float b1,
+                      float b2, float eps, float wd, float step) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float c1 = 1.0f / (1.0f - powf(b1, step)), c2 = 1.0f / (1.0f - powf(b2, step));
-  const float g = grad[i];
+  const float g = ld(grad + i);
   m[i] = b1 * m[i] + (1.0f - b1) * g;
   v[i] = b2 * v[i] + (1.0f - b2) * g * g;
   w[i] -= lr * (wd * w[i] + (m[i] * c1) / (sqrtf(v[i] * c2) + eps));
@@ -301,7 +309,7 @@ void launch_typed(const KernelLaunch& k, cudaStream_t st) {
       break;
     case Kernel::rmsnorm_backward:
       rmsnorm_backward<T><<<static_cast<unsigned>(s[0]), kThreads, 0, st>>>(
-          P<T>(k, 0), P<T>(k, 1), P<float>(k, 2), P<T>(k, 3), P<T>(k, 4), P<float>(k, 5), s[1]);
+          P<T>(k, 0), P<T>(k, 1), P<float>(k, 2), P<T>(k, 3), P<T>(k, 4), P<T>(k, 5), s[1]);
       break;
     case Kernel::rope:
       rope<T><<<blocks(s[0] * s[1] * (s[2] / 2)), kThreads, 0, st>>>(P<T>(k, 0), s[0], s[1], s[2],
@@ -339,7 +347,7 @@ void launch_typed(const KernelLaunch& k, cudaStream_t st) {
       break;
     case Kernel::embedding_backward:
       embedding_backward<T><<<blocks(s[0] * s[1]), kThreads, 0, st>>>(P<int32_t>(k, 0), P<T>(k, 1),
-                                                                      P<float>(k, 2), s[0], s[1]);
+                                                                      P<T>(k, 2), s[0], s[1]);
       break;
     case Kernel::cross_entropy:
       cross_entropy<T><<<static_cast<unsigned>(s[0]), kThreads, 0, st>>>(
@@ -376,9 +384,14 @@ cudaError_t launch_kernel(const KernelLaunch& k, cudaStream_t stream) {
         launch_pair<bf16, bf16>(k, stream);
       break;
     case Kernel::adamw:
-      adamw<<<blocks(k.s[0]), kThreads, 0, stream>>>(P<float>(k, 0), P<float>(k, 1), P<float>(k, 2),
-                                                     P<float>(k, 3), k.s[0], k.f[0], k.f[1], k.f[2],
-                                                     k.f[3], k.f[4], k.f[5]);
+      if (src_f32)
+        adamw<float><<<blocks(k.s[0]), kThreads, 0, stream>>>(
+            P<float>(k, 0), P<float>(k, 1), P<float>(k, 2), P<float>(k, 3), k.s[0], k.f[0], k.f[1],
+            k.f[2], k.f[3], k.f[4], k.f[5]);
+      else
+        adamw<bf16><<<blocks(k.s[0]), kThreads, 0, stream>>>(
+            P<bf16>(k, 0), P<float>(k, 1), P<float>(k, 2), P<float>(k, 3), k.s[0], k.f[0], k.f[1],
+            k.f[2], k.f[3], k.f[4], k.f[5]);
       break;
     default:
       if (f32)

@@ -82,8 +82,8 @@ enum class Kernel : std::uint8_t {
 const char* name(Kernel k);
 
 /// One kernel launch: which kernel, its pointers, integer shape and float scalars. `dtype` is
-/// the storage type of the activation-like operands (f32 or bf16); gradients of weights, norms'
-/// r and attention probabilities are always f32.
+/// the storage type of weights, activations and gradients (f32 or bf16); norms' r, attention
+/// probabilities, master weights and moments are always f32.
 struct KernelLaunch {
   Kernel kernel = Kernel::add;
   DType dtype = DType::f32;

@@ -19,9 +19,9 @@
 ///  - alloc / free are stream-ordered (cudaMallocAsync + zero / cudaFreeAsync); copy is a
 ///    device copy, or a cast kernel when the element types differ;
 ///  - compute ops run the block of exec/math as cuBLAS GEMMs and kernels (device_compute.h).
-/// Storage: weights, staging weights, activations and their gradients in the program's dtype
-/// (fp32 or bf16); master weights, optimizer moments and weight gradients in fp32 (the usual
-/// mixed-precision split).
+/// Storage: every buffer in the program's dtype (fp32 or bf16), as the IR sizes them (weights,
+/// staging, activations, gradients), except master weights and optimizer moments in fp32.
+/// GEMMs accumulate in fp32 whatever the storage.
 #pragma once
 
 #include <cstdint>

@@ -103,11 +103,8 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
       return api.launch(k, s);
     }
     case ir::ComputeKind::optimizer: {
-      if (grad_in == ir::kNone) return make_error(where(i) + "no gradient operand");
-      const std::uint64_t n = elements_of(grad_in);
-      TAWPIPE_OPERAND(g, grad_in, n, "gradient");
-      TAWPIPE_OPERAND(st, state, 2 * n, "optimizer-state");
-      // Step the fp32 copy (the master, or f32 weights), then cast it into the others.
+      // Step the fp32 copy (the master, or f32 weights), then cast it into the others. Its
+      // length is the block's (or piece's) parameter count; the gradient may be bf16.
       ir::BufferId primary = ir::kNone;
       for (ir::BufferId b : weights_out)
         if (types[static_cast<std::size_t>(b)] == DType::f32 &&
@@ -115,9 +112,13 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
           primary = b;
       if (primary == ir::kNone)
         return make_error(where(i) + "no fp32 weight operand (master copy) to update");
+      const std::uint64_t n = elements_of(primary);
       TAWPIPE_OPERAND(master, primary, n, "weight");
+      TAWPIPE_OPERAND(g, grad_in, n, "gradient");
+      TAWPIPE_OPERAND(st, state, 2 * n, "optimizer-state");
       KernelLaunch k;
       k.kernel = Kernel::adamw;
+      k.dtype2 = types[static_cast<std::size_t>(grad_in)];
       k.p = {g, master, st, st + n * 4};
       k.s[0] = static_cast<std::int64_t>(n);
       const model::AdamWConfig& c = options.optimizer;

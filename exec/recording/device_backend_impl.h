@@ -18,8 +18,6 @@ inline DType storage_type(ir::BufferRole role, DType act) {
   switch (role) {
     case ir::BufferRole::master_weights:
     case ir::BufferRole::optimizer_state:
-    case ir::BufferRole::gradient:
-    case ir::BufferRole::gradient_staging:
       return DType::f32;
     default:
       return act;

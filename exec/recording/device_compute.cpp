@@ -55,7 +55,7 @@ class Emitter {
   }
   Status gemm_grad(std::size_t m, std::size_t n, std::size_t k, DevicePtr a, std::size_t lda,
                    DevicePtr b, std::size_t ldb, DevicePtr c, std::size_t ldc) {
-    return gemm(true, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc, DType::f32);
+    return gemm(true, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc, act_);
   }
   Status launch(Kernel kernel, std::initializer_list<DevicePtr> p, std::initializer_list<int64_t> s,
                 std::initializer_list<float> f = {}, DType dtype2 = DType::f32) {
@@ -115,7 +115,7 @@ class Emitter {
     const math::LayerLayout L = math::layer_layout(d_);
     const std::size_t T = d_.tokens(), H = d_.hidden, F = d_.ffn;
     auto W = [&](std::size_t off) { return at(w, off, act_); };
-    auto DW = [&](std::size_t off) { return at(dw, off, DType::f32); };
+    auto DW = [&](std::size_t off) { return at(dw, off, act_); };
     const auto a = attn_shape();
     // MLP: y = x2 + m Wdown.
     TAWPIPE_TRY(gemm_grad(F, H, T, s_.m, F, dy, H, DW(L.w_down), H));
@@ -221,7 +221,7 @@ Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, Device
     const DevicePtr wl = at(w, l * phi, env.act);
     TAWPIPE_TRY(e.layer_forward(wl, input(l), s.out));
     const DevicePtr gout = l == 0 ? dx : s.gin;
-    TAWPIPE_TRY(e.layer_backward(wl, input(l), s.grad, gout, at(dw, l * phi, DType::f32)));
+    TAWPIPE_TRY(e.layer_backward(wl, input(l), s.grad, gout, at(dw, l * phi, env.act)));
     if (l > 0) TAWPIPE_TRY(e.copy(s.grad, s.gin, TH));
   }
   return Status::success();
@@ -238,7 +238,7 @@ Status embedding_backward(const ComputeEnv& env, DevicePtr dx, DevicePtr dw_emb)
   Emitter e(env);
   const math::EmbeddingLayout E = math::embedding_layout(env.dims);
   return e.launch(Kernel::embedding_backward,
-                  {env.scratch.tokens, dx, at(dw_emb, E.token, DType::f32)},
+                  {env.scratch.tokens, dx, at(dw_emb, E.token, env.act)},
                   {i64(env.dims.tokens()), i64(env.dims.hidden)});
 }
 
@@ -256,11 +256,11 @@ Status head_forward_backward(const ComputeEnv& env, DevicePtr w_emb, DevicePtr x
   TAWPIPE_TRY(e.gemm_act(false, true, T, V, H, s.h1, H, head, H, 0.0f, s.logits, V));
   TAWPIPE_TRY(
       e.launch(Kernel::cross_entropy, {s.logits, targets, loss}, {i64(T), i64(V)}, {scale}));
-  TAWPIPE_TRY(e.gemm_grad(V, H, T, s.logits, V, s.h1, H, at(dw_emb, E.lm_head, DType::f32), H));
+  TAWPIPE_TRY(e.gemm_grad(V, H, T, s.logits, V, s.h1, H, at(dw_emb, E.lm_head, env.act), H));
   TAWPIPE_TRY(e.gemm_act(false, false, T, H, V, s.logits, V, head, H, 0.0f, s.dh, H));
   return e.launch(
       Kernel::rmsnorm_backward,
-      {x, at(w_emb, E.final_norm, env.act), s.r1, s.dh, dx, at(dw_emb, E.final_norm, DType::f32)},
+      {x, at(w_emb, E.final_norm, env.act), s.r1, s.dh, dx, at(dw_emb, E.final_norm, env.act)},
       {i64(T), i64(H)});
 }
 

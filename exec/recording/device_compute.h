@@ -1,8 +1,8 @@
 /// \file
 /// The decoder block of exec/math (block.h) as a sequence of DeviceApi GEMMs and kernel
 /// launches on one stream: the same operations in the same order, on device buffers. Weights,
-/// activations and their gradients are of the activation type (`act`, f32 or bf16); weight
-/// gradients are f32 and are ADDED to, like the host kernels. GEMMs accumulate in fp32.
+/// activations and all gradients are of the activation type (`act`, f32 or bf16); weight
+/// gradients are ADDED to, like the host kernels. GEMMs accumulate in fp32.
 #pragma once
 
 #include <cstdint>
@@ -44,18 +44,18 @@ Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const ma
 /// y = layers [0, n) of `w` applied to x (block.h layers_forward).
 Status layers_forward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr y);
 
-/// Recompute + back-propagate (block.h layers_backward): writes dx, ADDS into dw (f32).
+/// Recompute + back-propagate (block.h layers_backward): writes dx, ADDS into dw.
 Status layers_backward(const ComputeEnv& env, DevicePtr w, std::size_t n, DevicePtr x, DevicePtr dy,
                        DevicePtr dx, DevicePtr dw);
 
 /// x[t] = token_embedding[tokens[t]] (tokens already in scratch.tokens).
 Status embedding_forward(const ComputeEnv& env, DevicePtr w_emb, DevicePtr x);
 
-/// dw_emb (f32) += scatter of dx by token (tokens already in scratch.tokens).
+/// dw_emb += scatter of dx by token (tokens already in scratch.tokens).
 Status embedding_backward(const ComputeEnv& env, DevicePtr dx, DevicePtr dw_emb);
 
 /// Final norm + tied LM head + softmax cross-entropy forward and backward (targets already in
-/// scratch.tokens + tokens): writes dx, ADDS into dw_emb (f32), ADDS the summed loss to the f64
+/// scratch.tokens + tokens): writes dx, ADDS into dw_emb, ADDS the summed loss to the f64
 /// at `loss`.
 Status head_forward_backward(const ComputeEnv& env, DevicePtr w_emb, DevicePtr x, float scale,
                              DevicePtr dx, DevicePtr dw_emb, DevicePtr loss);

@@ -31,6 +31,7 @@ namespace {
 
 constexpr int kIterations = 2;
 constexpr const char* kSixLayers = "model.layers=6";
+constexpr const char* kBf16 = "train.compute_dtype=bf16";
 
 struct RankLog {
   std::vector<Call> calls;
@@ -272,9 +273,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"tawpipe", "2x2-cpu", {}}, Case{"tawpipe", "3x2-cpu", {kSixLayers}},
                       Case{"weipipe", "2x2-cpu", {}}, Case{"weipipe", "3x2-cpu", {kSixLayers}},
                       Case{"fsdp", "2x2-cpu", {}}, Case{"fsdp", "3x2-cpu", {kSixLayers}},
-                      Case{"1f1b", "2x2-cpu", {}}, Case{"1f1b", "3x2-cpu", {kSixLayers}}),
+                      Case{"1f1b", "2x2-cpu", {}}, Case{"1f1b", "3x2-cpu", {kSixLayers}},
+                      Case{"fsdp", "2x2-cpu", {kBf16}}, Case{"tawpipe", "2x2-cpu", {kBf16}}),
     [](const ::testing::TestParamInfo<Case>& param_info) {
       std::string n = param_info.param.schedule + "_" + param_info.param.topology;
+      for (const std::string& set : param_info.param.sets)
+        n += "_" + set.substr(set.find('=') + 1);
       std::replace_if(
           n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
       return n;
