@@ -109,6 +109,7 @@ Status RecordingApi::event_record(EventHandle event, StreamHandle stream) {
   check_stream(stream);
   add(Call::Kind::event_record, stream).event = event;
   recorded_.insert(event);
+  if (op_ == stalled_op_) stalled_.insert(event);
   return Status::success();
 }
 
@@ -123,7 +124,7 @@ Status RecordingApi::stream_wait_event(StreamHandle stream, EventHandle event) {
 }
 
 Expected<bool> RecordingApi::event_query(EventHandle event) {
-  return recorded_.count(event) > 0;
+  return recorded_.count(event) > 0 && !stalled_.count(event);
 }
 
 Expected<float> RecordingApi::event_elapsed_ms(EventHandle, EventHandle) {

@@ -114,6 +114,10 @@ class RecordingApi final : public DeviceApi {
   Status launch(const KernelLaunch& k, StreamHandle stream) override;
   void mark_op(std::int32_t op) override { op_ = op; }
 
+  /// Fault injection for watchdog tests: the events recorded for IR op `op` never complete
+  /// (event_query stays false), like a transfer whose peer never posts.
+  void stall_op(std::int32_t op) { stalled_op_ = op; }
+
  private:
   Call& add(Call::Kind kind, StreamHandle stream = -1);
   /// Records an error unless [p, p + bytes) lies inside one live allocation.
@@ -123,6 +127,8 @@ class RecordingApi final : public DeviceApi {
 
   int devices_;
   std::int32_t op_ = -1;
+  std::int32_t stalled_op_ = -2;
+  std::set<EventHandle> stalled_;
   std::vector<Call> calls_;
   std::vector<std::string> errors_;
   int streams_ = 0, events_ = 0, group_depth_ = 0;

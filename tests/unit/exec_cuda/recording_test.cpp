@@ -336,6 +336,38 @@ TEST(RecordingBackend, DeviceIsLocalRankModuloDevices) {
   }
 }
 
+TEST(RecordingBackend, WatchdogNamesTheStuckOpThenCommunicatorsAbort) {
+  ProgramOptions o;
+  auto prepared = prepare_run(o);
+  ASSERT_TRUE(prepared.ok());
+  const ir::Program& p = prepared->program;
+  const ir::RankProgram& rp = p.ranks[0];
+  const auto send = std::find_if(rp.ops.begin(), rp.ops.end(),
+                                 [](const ir::Op& op) { return op.kind == ir::OpKind::send; });
+  ASSERT_NE(send, rp.ops.end());
+  const auto stuck = static_cast<ir::OpIndex>(send - rp.ops.begin());
+  RecordingApi api(1);
+  api.stall_op(stuck);
+  RecordingBootstrap boot(0, p.num_ranks(), 2);
+  DeviceOptions opts;
+  opts.model = prepared->model;
+  opts.poll_interval_ns = 1'000'000;
+  DeviceBackend backend(api, boot, opts);
+  ASSERT_TRUE(backend.prepare(p, 0).ok());
+  InterpreterOptions io;
+  io.timeout_seconds = 0.05;
+  Interpreter interp(p, 0, backend, io);
+  auto rec = interp.run_iteration(0);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.error().message.find("rank 0: timeout after 0.05 s waiting for op " +
+                                     std::to_string(stuck) + " (send to rank"),
+            std::string::npos)
+      << rec.error().message;
+  backend.abort_communicators();  // what tawexec does before exiting non-zero
+  EXPECT_TRUE(std::any_of(api.calls().begin(), api.calls().end(),
+                          [](const Call& c) { return c.kind == Call::Kind::comm_abort; }));
+}
+
 TEST(RecordingBackend, WatchdogAbortsEveryCommunicator) {
   ProgramOptions o;
   auto prepared = prepare_run(o);
