@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/cli.h"
@@ -10,13 +11,17 @@
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (!args.empty() && args.front() == "verify") {
-      args.erase(args.begin());
-      return tawpipe::cli::verify_command(args);
-    }
-    if (!args.empty() && args.front() == "compare") {
-      args.erase(args.begin());
-      return tawpipe::cli::compare_command(args);
+    using Command = int (*)(const std::vector<std::string>&);
+    const std::pair<const char*, Command> commands[] = {
+        {"verify", tawpipe::cli::verify_command},
+        {"compare", tawpipe::cli::compare_command},
+        {"collectives", tawpipe::cli::collectives_command},
+    };
+    for (const auto& [name, command] : commands) {
+      if (!args.empty() && args.front() == name) {
+        args.erase(args.begin());
+        return command(args);
+      }
     }
     return tawpipe::cli::main_command(args);
   } catch (const std::exception& e) {

@@ -19,5 +19,7 @@ int main_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
 /// `tawsim compare PREDICTED.json MEASURED.json`: prediction against measurement.
 int compare_command(const std::vector<std::string>& args);
+/// `tawsim collectives ...`: predicted nccl-tests tables.
+int collectives_command(const std::vector<std::string>& args);
 
 }  // namespace tawpipe::cli

@@ -1,0 +1,69 @@
+// `tawsim collectives --topology T --op OP --sizes MIN:MAX [--ranks N]`: predicted nccl-tests
+// tables for one collective on the first N GPUs of a topology.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "common/profile/profile.h"
+#include "common/strings.h"
+#include "schedules/workload.h"
+#include "sim/cli/cli.h"
+#include "sim/cli/file_args.h"
+#include "sim/collectives_table.h"
+
+namespace po = boost::program_options;
+
+namespace tawpipe::cli {
+
+int collectives_command(const std::vector<std::string>& args) {
+  schedules::WorkloadSpec spec;
+  std::string op = "all_reduce";
+  std::string sizes = "8:16G";
+  std::string profile_file;
+  int ranks = 0;
+  po::options_description opts("Options");
+  // clang-format off
+  opts.add_options()
+    ("help,h", "print this help")
+    ("topology,t", po::value(&spec.topology), "topology name or YAML path [3x8-a100]")
+    ("op", po::value(&op), ("collective: " + join(sim::collective_table_ops(), ", ") +
+                            " [all_reduce]").c_str())
+    ("sizes", po::value(&sizes), "MIN:MAX bytes, doubling, K/M/G = powers of 1024 [8:16G]")
+    ("ranks", po::value(&ranks), "use the first N GPUs [all]")
+    ("set", po::value(&spec.sets)->composing(), "KEY=VALUE topology override (repeatable)")
+    ("profile", po::value(&profile_file), "calibration profile (tawexec calibrate)");
+  // clang-format on
+  std::vector<std::string> extra;
+  if (auto status = parse_file_args(args, opts, "tawsim collectives",
+                                    "Usage: tawsim collectives --topology T --op OP --sizes "
+                                    "MIN:MAX [--ranks N]\n\n"
+                                    "Predicted nccl-tests table (size, count, time, algbw, busbw) "
+                                    "of one collective.\n",
+                                    extra)) {
+    return *status;
+  }
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "tawsim collectives: %s\n", e.to_string().c_str());
+    return kExitUsage;
+  };
+  if (!extra.empty()) return fail(make_error("unexpected argument '" + extra.front() + "'"));
+  auto w = schedules::resolve_workload(spec);
+  if (!w.ok()) return fail(w.error());
+  auto request = sim::parse_size_range(sizes);
+  if (!request.ok()) return fail(request.error().at("--sizes", 0, 0, ""));
+  request->op = op;
+  request->ranks = ranks;
+  std::optional<profile::Profile> profile;
+  if (!profile_file.empty()) {
+    auto p = profile::read_profile_file(profile_file);
+    if (!p.ok()) return fail(p.error());
+    profile = std::move(*p);
+  }
+  auto rows = sim::collectives_table(w->topology, *request, profile ? &*profile : nullptr);
+  if (!rows.ok()) return fail(rows.error());
+  std::cout << sim::format_collectives_table(w->topology, *request, *rows);
+  return kExitOk;
+}
+
+}  // namespace tawpipe::cli
