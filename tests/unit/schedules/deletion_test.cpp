@@ -2,6 +2,8 @@
 // program makes verification fail (every op of those kinds is load-bearing).
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "common/ir/text.h"
 #include "schedule_test_util.h"
 
@@ -13,6 +15,14 @@ struct Case {
   std::int32_t nodes, gpus, layers, micro_batches, dp;
   std::map<std::string, std::string> options;
 };
+
+// Readable parameter in test listings ("tawpipe 2x2 L4 N1 dp1 overlap=off").
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.method << ' ' << c.nodes << 'x' << c.gpus << " L" << c.layers << " N" << c.micro_batches
+      << " dp" << c.dp;
+  for (const auto& [k, v] : c.options)
+    *os << ' ' << k << '=' << v;
+}
 
 class Deletion : public ::testing::TestWithParam<Case> {};
 
