@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/ir/json.h"
-#include "common/ir/json_scan.h"
+#include "common/ir/json_reader.h"
 #include "common/strings.h"
 
 namespace tawpipe::ir {
@@ -15,13 +15,7 @@ namespace {
 using detail::PathStep;
 using nlohmann::json;
 
-// Thrown inside the reader only; read_program_json turns it into an Error value.
-struct ReadFailure {
-  Error error;
-};
-
-constexpr std::int64_t kI32Min = std::numeric_limits<std::int32_t>::min();
-constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
+using detail::ReadFailure;
 
 // Row layouts, by kind (see FORMAT.md).
 constexpr const char* kComputeFields[] = {"kind",   "stream", "deps",  "layer_begin", "layer_end",
@@ -33,102 +27,10 @@ constexpr const char* kCollectiveFields[] = {"kind",  "stream",      "deps",    
 constexpr const char* kCopyFields[] = {"kind", "stream", "deps", "bytes", "src", "dst"};
 constexpr const char* kAllocFields[] = {"kind", "stream", "deps", "buffer"};
 
-class Reader {
+class Reader : public detail::JsonReader {
  public:
-  Reader(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+  using JsonReader::JsonReader;
 
-  [[noreturn]] void fail(const std::string& message) const {
-    Error e;
-    e.message = message;
-    e.file = file_;
-    detail::line_column(text_, detail::locate(text_, path_), &e.line, &e.column);
-    e.key_path = detail::path_string(path_);
-    throw ReadFailure{std::move(e)};
-  }
-
-  // RAII path step.
-  class Step {
-   public:
-    Step(Reader& r, PathStep s) : r_(r) { r_.path_.push_back(std::move(s)); }
-    ~Step() { r_.path_.pop_back(); }
-    Step(const Step&) = delete;
-    Step& operator=(const Step&) = delete;
-
-   private:
-    Reader& r_;
-  };
-  Step key(const char* k) { return Step(*this, PathStep{k, 0, false, nullptr}); }
-  Step index(std::size_t i, const char* display = nullptr) {
-    return Step(*this, PathStep{{}, i, true, display});
-  }
-
-  static std::string type_of(const json& v) {
-    if (v.is_number_float()) return "a floating-point number";
-    if (v.is_number()) return "an integer";
-    if (v.is_string()) return "a string";
-    if (v.is_boolean()) return "a boolean";
-    if (v.is_null()) return "null";
-    if (v.is_array()) return "an array";
-    return "an object";
-  }
-
-  const json& object(const json& v) {
-    if (!v.is_object()) fail("expected an object, got " + type_of(v));
-    return v;
-  }
-  const json& array(const json& v) {
-    if (!v.is_array()) fail("expected an array, got " + type_of(v));
-    return v;
-  }
-  // Member `k` of object `obj` (the path must point at obj).
-  const json& member(const json& obj, const char* k) {
-    object(obj);
-    const auto it = obj.find(k);
-    if (it == obj.end()) fail(std::string("missing key '") + k + "'");
-    return *it;
-  }
-  void known_keys(const json& obj, std::initializer_list<const char*> keys) {
-    std::vector<std::string> names(keys.begin(), keys.end());
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
-      auto s = Step(*this, PathStep{it.key(), 0, false, nullptr});
-      fail("unknown key '" + it.key() + "'" + did_you_mean(it.key(), names));
-    }
-  }
-  std::int64_t integer(const json& v, std::int64_t lo, std::int64_t hi,
-                       const char* what = "value") {
-    if (!v.is_number_integer()) fail("expected an integer, got " + type_of(v));
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-      fail(std::string(what) + " " + std::to_string(v.get<std::uint64_t>()) + " out of range [" +
-           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    const auto x = v.get<std::int64_t>();
-    if (x < lo || x > hi)
-      fail(std::string(what) + " " + std::to_string(x) + " out of range [" + std::to_string(lo) +
-           ", " + std::to_string(hi) + "]");
-    return x;
-  }
-  std::int32_t i32(const json& v, std::int64_t lo = kI32Min, std::int64_t hi = kI32Max,
-                   const char* what = "value") {
-    return static_cast<std::int32_t>(integer(v, lo, hi, what));
-  }
-  std::uint64_t u64(const json& v) {
-    if (!v.is_number_integer()) fail("expected a non-negative integer, got " + type_of(v));
-    if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)
-      fail("expected a non-negative integer, got " + std::to_string(v.get<std::int64_t>()));
-    return v.get<std::uint64_t>();
-  }
-  double real(const json& v) {
-    if (!v.is_number()) fail("expected a number, got " + type_of(v));
-    return v.get<double>();
-  }
-  std::string string(const json& v) {
-    if (!v.is_string()) fail("expected a string, got " + type_of(v));
-    return v.get<std::string>();
-  }
-  bool boolean(const json& v) {
-    if (!v.is_boolean()) fail("expected true or false, got " + type_of(v));
-    return v.get<bool>();
-  }
   template <class Enum>
   Enum enumeration(const json& v, const char* what, std::size_t count) {
     const std::string s = string(v);
@@ -139,80 +41,12 @@ class Reader {
       names.emplace_back(name(static_cast<Enum>(i)));
     fail(std::string("unknown ") + what + " '" + s + "'" + did_you_mean(s, names));
   }
-  // An array of ids in [lo, hi).
-  std::vector<std::int32_t> id_list(const json& v, std::int64_t lo, std::int64_t hi,
-                                    const char* what) {
-    array(v);
-    std::vector<std::int32_t> out;
-    out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      auto s = index(i);
-      out.push_back(i32(v[i], lo, hi - 1, what));
-    }
-    return out;
-  }
-
   Program program();
 
  private:
-  Header header(const json& h);
   void rank(const json& v, const Program& p, RankProgram* rp);
   void op(const json& row, const Program& p, RankProgram* rp, std::size_t num_ops);
-
-  std::string_view text_;
-  std::string file_;
-  std::vector<PathStep> path_;
 };
-
-Header Reader::header(const json& h) {
-  object(h);
-  known_keys(h, {"schedule", "options", "model", "layers", "model_params", "seq_len",
-                 "micro_batch_size", "micro_batches", "global_batch", "dtype", "recompute",
-                 "topology", "topology_hash", "placement"});
-  Header out;
-  const auto str_field = [&](const char* k, std::string* into) {
-    const json& v = member(h, k);
-    auto s = key(k);
-    *into = string(v);
-  };
-  const auto int_field = [&](const char* k, auto* into, std::int64_t lo, std::int64_t hi) {
-    const json& v = member(h, k);
-    auto s = key(k);
-    *into = static_cast<std::remove_pointer_t<decltype(into)>>(integer(v, lo, hi));
-  };
-  str_field("schedule", &out.schedule);
-  {
-    const json& o = member(h, "options");
-    auto s = key("options");
-    object(o);
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      auto s2 = Step(*this, PathStep{it.key(), 0, false, nullptr});
-      out.options[it.key()] = string(it.value());
-    }
-  }
-  str_field("model", &out.model);
-  int_field("layers", &out.layers, 0, kI32Max);
-  {
-    const json& v = member(h, "model_params");
-    auto s = key("model_params");
-    out.model_params = u64(v);
-  }
-  int_field("seq_len", &out.seq_len, kI32Min, kI32Max);
-  int_field("micro_batch_size", &out.micro_batch_size, kI32Min, kI32Max);
-  int_field("micro_batches", &out.micro_batches, kI32Min, kI32Max);
-  int_field("global_batch", &out.global_batch, std::numeric_limits<std::int64_t>::min(),
-            std::numeric_limits<std::int64_t>::max());
-  str_field("dtype", &out.dtype);
-  str_field("recompute", &out.recompute);
-  str_field("topology", &out.topology);
-  str_field("topology_hash", &out.topology_hash);
-  {
-    const json& v = member(h, "placement");
-    auto s = key("placement");
-    out.placement = id_list(v, kI32Min, kI32Max, "placement");
-  }
-  return out;
-}
 
 void Reader::op(const json& row, const Program& p, RankProgram* rp, std::size_t num_ops) {
   array(row);
@@ -415,39 +249,7 @@ void Reader::rank(const json& v, const Program& p, RankProgram* rp) {
 }
 
 Program Reader::program() {
-  json root;
-  try {
-    root = json::parse(text_.begin(), text_.end());
-  } catch (const json::parse_error& e) {
-    const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    std::string what = e.what();
-    const auto pos = what.find("column ");
-    const auto colon = what.find(": ", pos == std::string::npos ? 0 : pos);
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    Error err;
-    err.message = "invalid JSON: " + what;
-    err.file = file_;
-    detail::line_column(text_, offset, &err.line, &err.column);
-    err.key_path = detail::path_at(text_, offset);
-    throw ReadFailure{std::move(err)};
-  } catch (const json::exception& e) {
-    // Number overflow ("number overflow parsing '1e999'") carries no position: find the literal.
-    std::string what = e.what();
-    std::size_t offset = text_.size();
-    const auto q = what.find("parsing '");
-    if (q != std::string::npos) {
-      const std::string literal = what.substr(q + 9, what.rfind('\'') - (q + 9));
-      const auto at = literal.empty() ? std::string_view::npos : text_.find(literal);
-      if (at != std::string_view::npos) offset = at;
-    }
-    const auto b = what.find("] ");
-    Error err;
-    err.message = "invalid JSON: " + (b == std::string::npos ? what : what.substr(b + 2));
-    err.file = file_;
-    detail::line_column(text_, offset, &err.line, &err.column);
-    err.key_path = detail::path_at(text_, offset);
-    throw ReadFailure{std::move(err)};
-  }
+  const json root = parse();
   object(root);
   {
     const json& v = member(root, "format_version");

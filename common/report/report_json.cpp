@@ -21,14 +21,13 @@
 #include <sstream>
 
 #include "common/io.h"
-#include "common/ir/json_scan.h"
+#include "common/ir/json_reader.h"
 #include "common/report/report.h"
 #include "common/strings.h"
 
 namespace tawpipe::report {
 namespace {
 
-using ir::detail::PathStep;
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
@@ -60,87 +59,12 @@ ojson header_json(const ir::Header& h) {
   return j;
 }
 
-struct ReadFailure {
-  Error error;
-};
+using ir::detail::ReadFailure;
 
-class Reader {
+class Reader : public ir::detail::JsonReader {
  public:
-  Reader(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+  using JsonReader::JsonReader;
 
-  [[noreturn]] void fail(const std::string& message) const {
-    Error e;
-    e.message = message;
-    e.file = file_;
-    ir::detail::line_column(text_, ir::detail::locate(text_, path_), &e.line, &e.column);
-    e.key_path = ir::detail::path_string(path_);
-    throw ReadFailure{std::move(e)};
-  }
-  class Step {
-   public:
-    Step(Reader& r, PathStep s) : r_(r) { r_.path_.push_back(std::move(s)); }
-    ~Step() { r_.path_.pop_back(); }
-    Step(const Step&) = delete;
-    Step& operator=(const Step&) = delete;
-
-   private:
-    Reader& r_;
-  };
-  Step key(const char* k) { return Step(*this, PathStep{k, 0, false, nullptr}); }
-  Step index(std::size_t i) { return Step(*this, PathStep{{}, i, true, nullptr}); }
-
-  static std::string type_of(const json& v) {
-    if (v.is_number_float()) return "a floating-point number";
-    if (v.is_number()) return "an integer";
-    if (v.is_string()) return "a string";
-    if (v.is_boolean()) return "a boolean";
-    if (v.is_null()) return "null";
-    if (v.is_array()) return "an array";
-    return "an object";
-  }
-  void object(const json& v, std::initializer_list<const char*> keys) {
-    if (!v.is_object()) fail("expected an object, got " + type_of(v));
-    std::vector<std::string> names(keys.begin(), keys.end());
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
-      auto s = Step(*this, PathStep{it.key(), 0, false, nullptr});
-      fail("unknown key '" + it.key() + "'" + did_you_mean(it.key(), names));
-    }
-    for (const std::string& k : names) {
-      if (!v.contains(k)) fail("missing key '" + k + "'");
-    }
-  }
-  const json& array(const json& v) {
-    if (!v.is_array()) fail("expected an array, got " + type_of(v));
-    return v;
-  }
-  std::int64_t integer(const json& v, std::int64_t lo, std::int64_t hi) {
-    if (!v.is_number_integer()) fail("expected an integer, got " + type_of(v));
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-      fail("value out of range");
-    const auto x = v.get<std::int64_t>();
-    if (x < lo || x > hi)
-      fail("value " + std::to_string(x) + " out of range [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "]");
-    return x;
-  }
-  std::uint64_t u64(const json& v) {
-    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
-      fail("expected a non-negative integer, got " + type_of(v));
-    return v.get<std::uint64_t>();
-  }
-  double real(const json& v) {
-    if (!v.is_number()) fail("expected a number, got " + type_of(v));
-    return v.get<double>();
-  }
-  std::string string(const json& v) {
-    if (!v.is_string()) fail("expected a string, got " + type_of(v));
-    return v.get<std::string>();
-  }
-  bool boolean(const json& v) {
-    if (!v.is_boolean()) fail("expected true or false, got " + type_of(v));
-    return v.get<bool>();
-  }
   SimTime time(const json& v) {
     return SimTime::ps(integer(v, 0, std::numeric_limits<std::int64_t>::max()));
   }
@@ -152,65 +76,13 @@ class Reader {
   }
 
   Report report(const json& root);
-
- private:
-  ir::Header header(const json& h);
-  std::string_view text_;
-  std::string file_;
-  std::vector<PathStep> path_;
 };
 
-ir::Header Reader::header(const json& h) {
-  object(h, {"schedule", "options", "model", "layers", "model_params", "seq_len",
-             "micro_batch_size", "micro_batches", "global_batch", "dtype", "recompute", "topology",
-             "topology_hash", "placement"});
-  constexpr std::int64_t i32min = std::numeric_limits<std::int32_t>::min();
-  constexpr std::int64_t i32max = std::numeric_limits<std::int32_t>::max();
-  const auto str = [&](const json& v) { return string(v); };
-  const auto i32 = [&](const json& v) {
-    return static_cast<std::int32_t>(integer(v, i32min, i32max));
-  };
-  ir::Header out;
-  out.schedule = field(h, "schedule", str);
-  {
-    auto s = key("options");
-    const json& o = h.at("options");
-    if (!o.is_object()) fail("expected an object, got " + type_of(o));
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      auto s2 = Step(*this, PathStep{it.key(), 0, false, nullptr});
-      out.options[it.key()] = string(it.value());
-    }
-  }
-  out.model = field(h, "model", str);
-  out.layers = field(h, "layers", i32);
-  out.model_params = field(h, "model_params", [&](const json& v) { return u64(v); });
-  out.seq_len = field(h, "seq_len", i32);
-  out.micro_batch_size = field(h, "micro_batch_size", i32);
-  out.micro_batches = field(h, "micro_batches", i32);
-  out.global_batch = field(h, "global_batch", [&](const json& v) {
-    return integer(v, std::numeric_limits<std::int64_t>::min(),
-                   std::numeric_limits<std::int64_t>::max());
-  });
-  out.dtype = field(h, "dtype", str);
-  out.recompute = field(h, "recompute", str);
-  out.topology = field(h, "topology", str);
-  out.topology_hash = field(h, "topology_hash", str);
-  {
-    auto s = key("placement");
-    const json& p = array(h.at("placement"));
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      auto s2 = index(i);
-      out.placement.push_back(i32(p[i]));
-    }
-  }
-  return out;
-}
-
 Report Reader::report(const json& root) {
-  object(root,
-         {"format", "format_version", "kind", "producer", "header", "ranks", "iteration_time_ps",
-          "tokens_per_iteration", "tokens_per_second", "model_flops", "hardware_flops",
-          "peak_flops_per_second", "mfu", "hfu", "rank_stats", "links", "op_classes", "ops"});
+  exact_keys(
+      root, {"format", "format_version", "kind", "producer", "header", "ranks", "iteration_time_ps",
+             "tokens_per_iteration", "tokens_per_second", "model_flops", "hardware_flops",
+             "peak_flops_per_second", "mfu", "hfu", "rank_stats", "links", "op_classes", "ops"});
   const auto str = [&](const json& v) { return string(v); };
   const auto num = [&](const json& v) { return real(v); };
   const auto tim = [&](const json& v) { return time(v); };
@@ -248,8 +120,9 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& o = a[i];
-      object(o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
-                 "memory_capacity_bytes", "oom", "intra_node_bytes_sent", "inter_node_bytes_sent"});
+      exact_keys(
+          o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
+              "memory_capacity_bytes", "oom", "intra_node_bytes_sent", "inter_node_bytes_sent"});
       RankStats st;
       st.compute = field(o, "compute_ps", tim);
       st.exposed_comm = field(o, "exposed_comm_ps", tim);
@@ -270,8 +143,8 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& o = a[i];
-      object(o, {"name", "link_class", "inter_node", "capacity_bytes_per_second", "bytes",
-                 "busy_ps", "utilisation"});
+      exact_keys(o, {"name", "link_class", "inter_node", "capacity_bytes_per_second", "bytes",
+                     "busy_ps", "utilisation"});
       LinkStats l;
       l.name = field(o, "name", str);
       l.link_class = field(o, "link_class", str);
@@ -289,7 +162,7 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& o = a[i];
-      object(o, {"name", "count", "total_ps", "bytes", "flops"});
+      exact_keys(o, {"name", "count", "total_ps", "bytes", "flops"});
       OpClassTotals t;
       t.name = field(o, "name", str);
       t.count = field(o, "count", [&](const json& v) {
@@ -406,23 +279,15 @@ void write_report_json(const Report& r, std::ostream& out) {
 }
 
 Expected<Report> read_report_json(std::string_view text, std::string_view file_name) {
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    Error err;
-    err.message = std::string("not valid JSON: ") + e.what();
-    err.file = std::string(file_name);
-    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    ir::detail::line_column(text, std::min(at, text.size()), &err.line, &err.column);
-    err.key_path = ir::detail::path_at(text, std::min(at, text.size()));
-    return err;
-  }
   try {
     Reader reader(text, file_name);
-    return reader.report(root);
+    return reader.report(reader.parse());
   } catch (const ReadFailure& f) {
     return f.error;
+  } catch (const std::exception& e) {  // e.g. bad_alloc on absurd input: still a value
+    Error err = make_error(std::string("cannot read report: ") + e.what());
+    err.file = std::string(file_name);
+    return err;
   }
 }
 
