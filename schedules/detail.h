@@ -36,6 +36,12 @@ struct Context {
   std::uint64_t activation_bytes = 0;  ///< one boundary activation: b*s*H*dtype
 };
 
+/// Worker count of the methods in which every rank trains its own micro-batches (TawPipe,
+/// WeiPipe, FSDP): the whole world, whatever dp.
+inline std::int64_t every_rank(std::int32_t world, std::int32_t /*dp*/) {
+  return world;
+}
+
 /// Validates model, training config, dp and rank count, and resolves the batch over `workers`
 /// data-parallel workers (a function of world and dp, given by the method).
 Expected<Context> make_context(std::string method, const ScheduleInput& input,

@@ -30,10 +30,6 @@ using ir::BufferRole;
 using ir::ComputeKind;
 using ir::OpIndex;
 
-std::int64_t every_rank(std::int32_t world, std::int32_t /*dp*/) {
-  return world;
-}
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
@@ -41,7 +37,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 }  // namespace
 
 Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
-  auto ctx_or = detail::make_context("fsdp", input, &every_rank);
+  auto ctx_or = detail::make_context("fsdp", input, &detail::every_rank);
   if (!ctx_or.ok()) return ctx_or.error();
   const detail::Context& ctx = *ctx_or;
   TAWPIPE_TRY(detail::check_options(ctx, {}));

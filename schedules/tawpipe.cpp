@@ -41,10 +41,6 @@ using ir::ComputeKind;
 using ir::OpIndex;
 using ir::Rank;
 
-std::int64_t every_rank(std::int32_t world, std::int32_t /*dp*/) {
-  return world;
-}
-
 /// Shape of one replica's schedule; ranks here are replica-local.
 struct Shape {
   std::int32_t P = 0, G = 0, S = 0, N = 0, Ls = 0;
@@ -137,7 +133,7 @@ Expected<std::int32_t> choose_groups(const detail::Context& ctx, ir::Rank base) 
 }  // namespace
 
 Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
-  auto ctx_or = detail::make_context("tawpipe", input, &every_rank);
+  auto ctx_or = detail::make_context("tawpipe", input, &detail::every_rank);
   if (!ctx_or.ok()) return ctx_or.error();
   const detail::Context& ctx = *ctx_or;
   auto overlap_or = detail::on_off_option(ctx, "overlap", true);

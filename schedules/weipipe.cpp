@@ -41,10 +41,6 @@ using ir::ComputeKind;
 using ir::OpIndex;
 using ir::Rank;
 
-std::int64_t every_rank(std::int32_t world, std::int32_t /*dp*/) {
-  return world;
-}
-
 struct Chunk {
   std::int32_t m = -1;  ///< micro-batch, -1 = none
   std::int32_t step = 0;
@@ -65,7 +61,7 @@ struct GradRecv {
 }  // namespace
 
 Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
-  auto ctx_or = detail::make_context("weipipe", input, &every_rank);
+  auto ctx_or = detail::make_context("weipipe", input, &detail::every_rank);
   if (!ctx_or.ok()) return ctx_or.error();
   const detail::Context& ctx = *ctx_or;
   TAWPIPE_TRY(detail::check_options(ctx, {"variant"}));
