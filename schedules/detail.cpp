@@ -196,4 +196,19 @@ ir::OpIndex emit_optimizer(Emitter& e, ir::Rank rank, ir::StreamId stream, const
                              {block.weights, block.master, block.state}, deps.span());
 }
 
+ir::CommId replica_peers(Emitter& e, const Context& ctx, std::int32_t replica_size,
+                         std::int32_t local, const std::string& prefix) {
+  std::vector<ir::Rank> peers;
+  peers.reserve(static_cast<std::size_t>(ctx.dp));
+  for (std::int32_t d = 0; d < ctx.dp; ++d)
+    peers.push_back(d * replica_size + local);
+  return e.builder().communicator(prefix + std::to_string(local), std::move(peers));
+}
+
+ir::OpIndex all_reduce_grad(Emitter& e, ir::Rank rank, ir::StreamId stream, ir::CommId comm,
+                            const Owned& block, Deps deps) {
+  return e.builder().collective(rank, stream, ir::CollectiveKind::all_reduce, comm, ir::kNone,
+                                Bytes(block.grad_bytes), block.grad, block.grad, deps.span());
+}
+
 }  // namespace tawpipe::schedules::detail

@@ -142,4 +142,14 @@ Owned declare_owned(Emitter& e, ir::Rank rank, const std::string& prefix, ir::Te
 ir::OpIndex emit_optimizer(Emitter& e, ir::Rank rank, ir::StreamId stream, const Owned& block,
                            std::int64_t compute_dtype_bytes, Deps deps);
 
+/// The communicator joining position `local` of every data-parallel replica (replicas are
+/// contiguous blocks of `replica_size` ranks), named `<prefix><local>`: where each owned block's
+/// gradient is all-reduced across replicas before the optimizer step.
+ir::CommId replica_peers(Emitter& e, const Context& ctx, std::int32_t replica_size,
+                         std::int32_t local, const std::string& prefix);
+
+/// In-place all-reduce of `block`'s gradient on `comm`.
+ir::OpIndex all_reduce_grad(Emitter& e, ir::Rank rank, ir::StreamId stream, ir::CommId comm,
+                            const Owned& block, Deps deps);
+
 }  // namespace tawpipe::schedules::detail

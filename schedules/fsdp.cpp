@@ -256,16 +256,11 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
       // Hybrid sharding: all-reduce each piece across replicas, then AdamW on own pieces.
       std::vector<OpIndex> synced(static_cast<std::size_t>(L + 1), last_rs);
       if (ctx.dp > 1) {
-        std::vector<ir::Rank> peers;
-        for (std::int32_t dd = 0; dd < ctx.dp; ++dd)
-          peers.push_back(dd * R + p);
-        const ir::CommId dpc = e.builder().communicator("piece" + std::to_string(p), peers);
+        const ir::CommId dpc = detail::replica_peers(e, ctx, R, p, "piece");
         for (std::int32_t l = 0; l <= L; ++l) {
           const detail::Owned& o = l < L ? own[static_cast<std::size_t>(l)] : emb;
-          const Deps deps{last_rs};
           synced[static_cast<std::size_t>(l)] =
-              e.builder().collective(r, s_sync, ir::CollectiveKind::all_reduce, dpc, ir::kNone,
-                                     Bytes(o.grad_bytes), o.grad, o.grad, deps.span());
+              detail::all_reduce_grad(e, r, s_sync, dpc, o, Deps{last_rs});
         }
       }
       for (std::int32_t l = 0; l <= L; ++l) {

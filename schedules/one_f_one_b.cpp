@@ -229,19 +229,10 @@ Expected<ir::Program> generate_1f1b(const ScheduleInput& input) {
                                    Bytes(st.emb.grad_bytes), st.emb.grad, st.emb.grad, deps.span());
       }
       if (ctx.dp > 1) {
-        std::vector<ir::Rank> same_stage;
-        for (std::int32_t dd = 0; dd < ctx.dp; ++dd)
-          same_stage.push_back(dd * P + i);
-        const ir::CommId dpc = e.builder().communicator("stage" + std::to_string(i), same_stage);
+        const ir::CommId dpc = detail::replica_peers(e, ctx, P, i, "stage");
         const Deps deps{st.last_compute};
-        stage_ready = e.builder().collective(r, s_grad, ir::CollectiveKind::all_reduce, dpc,
-                                             ir::kNone, Bytes(st.block.grad_bytes), st.block.grad,
-                                             st.block.grad, deps.span());
-        if (st.has_emb) {
-          emb_ready = e.builder().collective(r, s_grad, ir::CollectiveKind::all_reduce, dpc,
-                                             ir::kNone, Bytes(st.emb.grad_bytes), st.emb.grad,
-                                             st.emb.grad, deps.span());
-        }
+        stage_ready = detail::all_reduce_grad(e, r, s_grad, dpc, st.block, deps);
+        if (st.has_emb) emb_ready = detail::all_reduce_grad(e, r, s_grad, dpc, st.emb, deps);
       }
       detail::emit_optimizer(e, r, compute, st.block, ctx.weight_bytes,
                              Deps{stage_ready, st.last_compute});

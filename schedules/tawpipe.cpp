@@ -432,13 +432,8 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
                        Bytes(s.emb.grad_bytes), s.emb.grad, s.emb.grad, after_eb.span());
       OpIndex own_sync = emb_sync;  // grads stream order: every accumulate is before it
       if (ctx.dp > 1) {
-        const std::int32_t local = r - base;
-        std::vector<Rank> owners;
-        for (std::int32_t dd = 0; dd < ctx.dp; ++dd)
-          owners.push_back(dd * sh.P + local);
-        const ir::CommId oc = b.communicator("owners" + std::to_string(local), owners);
-        own_sync = b.collective(r, s_g, ir::CollectiveKind::all_reduce, oc, ir::kNone,
-                                Bytes(s.own.grad_bytes), s.own.grad, s.own.grad);
+        const ir::CommId oc = detail::replica_peers(e, ctx, sh.P, r - base, "owners");
+        own_sync = detail::all_reduce_grad(e, r, s_g, oc, s.own, {});
       }
       detail::emit_optimizer(e, r, compute, s.own, wb, Deps{own_sync});
       detail::emit_optimizer(e, r, compute, s.emb, wb, Deps{emb_sync});

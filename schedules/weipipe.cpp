@@ -355,12 +355,8 @@ Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
                                             s.emb.grad, Deps{s.last_compute}.span());
       OpIndex own_sync = emb_sync;
       if (ctx.dp > 1) {
-        std::vector<Rank> owners;
-        for (std::int32_t dd = 0; dd < ctx.dp; ++dd)
-          owners.push_back(dd * P + i);
-        const ir::CommId oc = b.communicator("owners" + std::to_string(i), owners);
-        own_sync = b.collective(r, s_ring, ir::CollectiveKind::all_reduce, oc, ir::kNone,
-                                Bytes(s.own.grad_bytes), s.own.grad, s.own.grad);
+        const ir::CommId oc = detail::replica_peers(e, ctx, P, i, "owners");
+        own_sync = detail::all_reduce_grad(e, r, s_ring, oc, s.own, {});
       }
       detail::emit_optimizer(e, r, compute, s.own, wb, Deps{own_sync});
       detail::emit_optimizer(e, r, compute, s.emb, wb, Deps{emb_sync});
