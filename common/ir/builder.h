@@ -79,7 +79,13 @@ class ProgramBuilder {
   OpIndex push(Rank rank, Op op, std::span<const BufferId> reads, std::span<const BufferId> writes,
                std::span<const OpIndex> deps);
 
+  /// Reserves `r`'s vectors at the sizes of the largest rank so far.
+  void reserve_like_largest(RankProgram& r) const;
+
   Program program_;
+  std::size_t largest_ops_ = 0;
+  std::size_t largest_deps_ = 0;
+  std::size_t largest_buffer_refs_ = 0;
   std::int32_t next_group_ = 0;
   std::map<std::vector<Rank>, CommId> comm_index_;
   std::map<Cost, CostId, CostLess> cost_index_;

@@ -13,19 +13,20 @@ Failure fail_at(const Program& program, Rank rank, OpIndex op, const std::string
 }
 
 OpNumbering::OpNumbering(const Program& program) {
+  // check_structure has bounded the total by kMaxOps.
   first.reserve(program.ranks.size() + 1);
-  std::int64_t n = 0;
+  GlobalOp n = 0;
   for (const RankProgram& rp : program.ranks) {
     first.push_back(n);
-    n += static_cast<std::int64_t>(rp.ops.size());
+    n += static_cast<GlobalOp>(rp.ops.size());
   }
   first.push_back(n);
 }
 
-std::pair<Rank, OpIndex> OpNumbering::local(std::int64_t global_index) const {
+std::pair<Rank, OpIndex> OpNumbering::local(GlobalOp global_index) const {
   const auto it = std::upper_bound(first.begin(), first.end() - 1, global_index);
   const auto rank = static_cast<Rank>(it - first.begin() - 1);
-  return {rank, static_cast<OpIndex>(global_index - first[static_cast<std::size_t>(rank)])};
+  return {rank, global_index - first[static_cast<std::size_t>(rank)]};
 }
 
 }  // namespace detail

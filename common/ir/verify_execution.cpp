@@ -2,14 +2,17 @@
 // semantics of program.h, driving the symbolic dataflow in completion order.
 //
 // Worklist algorithm. Each (rank, stream) has a head: the next op (or group of consecutive ops
-// with one group id) in its program order. A head is posted when all dependencies of its
-// members have completed (counted once when it becomes head, then decremented as dependencies
-// complete). Local ops complete when posted; a send/recv completes with its matched partner once
-// both are posted; a collective instance completes when its last member arrives (O(members),
-// once per instance). A completed op is queued; popping it releases its dependents and, when
-// its head group is done, advances its stream. Every op and dependency edge is touched O(1)
-// times. Ops left unfinished at the end form a deadlock; following "waits for" edges from the
-// first one finds the cycle that the error reports.
+// with one group id) in its program order. A head waits for one unfinished dependency at a time
+// (the next one in its members' dependency lists); when that op is propagated the head resumes
+// its scan, and once every dependency has completed it is posted. Local ops complete when
+// posted; a send/recv completes with its matched partner once both are posted; a collective
+// instance completes when its last member arrives (O(members), once per instance). A completed op
+// is queued; popping it wakes the heads of its rank that wait for it and, when its head group is
+// done, advances its stream. Every op and dependency edge is touched O(1) times, plus O(streams)
+// per op to find the next op of a stream and the heads to wake; the only per-op memory is one
+// state byte (and the matching's partner table). Ops left unfinished at the end form a
+// deadlock; following "waits for" edges from the first one finds the cycle that the error
+// reports.
 #include <deque>
 #include <unordered_map>
 
@@ -25,51 +28,32 @@ class Execution {
  public:
   Execution(const Program& p, const OpNumbering& n, const Matching& m, Dataflow* dataflow)
       : p_(p), n_(n), m_(m), dataflow_(dataflow) {
-    const auto total = static_cast<std::size_t>(n.total());
-    state_.assign(total, kIdle);
+    state_.assign(static_cast<std::size_t>(n.total()), kIdle);
     arrivals_.assign(m.instance_first.empty() ? 0 : m.instance_first.size() - 1, 0);
-    // Dependents (reverse dependency edges), CSR over global op indices.
-    dependents_first_.assign(total + 1, 0);
-    for (Rank r = 0; r < p.num_ranks(); ++r) {
-      const RankProgram& rp = rank(r);
-      for (const Op& op : rp.ops)
-        for (OpIndex d : deps(rp, op))
-          ++dependents_first_[static_cast<std::size_t>(n.global(r, d)) + 1];
-    }
-    for (std::size_t i = 1; i <= total; ++i)
-      dependents_first_[i] += dependents_first_[i - 1];
-    dependents_.resize(static_cast<std::size_t>(dependents_first_[total]));
-    std::vector<std::int64_t> fill(dependents_first_.begin(), dependents_first_.end() - 1);
-    for (Rank r = 0; r < p.num_ranks(); ++r) {
-      const RankProgram& rp = rank(r);
-      for (std::size_t i = 0; i < rp.ops.size(); ++i)
-        for (OpIndex d : deps(rp, rp.ops[i]))
-          dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(n.global(r, d))]++)] =
-              n.global(r, static_cast<OpIndex>(i));
-    }
-    // Per (rank, stream): the ops of the stream in program order.
-    const std::size_t streams = p.streams.size();
-    heads_.resize(static_cast<std::size_t>(p.num_ranks()) * streams);
-    for (Rank r = 0; r < p.num_ranks(); ++r) {
-      const RankProgram& rp = rank(r);
-      for (std::size_t i = 0; i < rp.ops.size(); ++i)
-        head(r, rp.ops[i].stream).ops.push_back(static_cast<OpIndex>(i));
-    }
+    heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
+    waiting_.assign(static_cast<std::size_t>(p.num_ranks()), 0);
   }
 
   Check run(bool* deadlock) {
+    for (Rank r = 0; r < p_.num_ranks(); ++r) {
+      for (std::size_t s = 0; s < p_.streams.size(); ++s) {
+        Head& h = head(r, static_cast<StreamId>(s));
+        h.cursor = next_of_stream(r, static_cast<StreamId>(s), 0);
+        h.end = h.cursor;
+      }
+    }
     for (Rank r = 0; r < p_.num_ranks(); ++r)
       for (std::size_t s = 0; s < p_.streams.size(); ++s)
         activate(r, static_cast<StreamId>(s));
     while (!queue_.empty()) {
-      const std::int64_t g = queue_.front();
+      const auto [r, i] = queue_.front();
       queue_.pop_front();
-      propagate(g);
+      propagate(r, i);
     }
     for (std::size_t g = 0; g < state_.size(); ++g) {
       if (state_[g] != kPropagated) {
         *deadlock = true;
-        return describe_deadlock(static_cast<std::int64_t>(g));
+        return describe_deadlock(static_cast<GlobalOp>(g));
       }
     }
     return std::move(first_dataflow_failure_);
@@ -77,160 +61,182 @@ class Execution {
 
  private:
   struct Head {
-    std::vector<OpIndex> ops;   // the stream's ops in program order
-    std::size_t cursor = 0;     // first op of the current head group
-    std::size_t size = 0;       // ops in the current head group
-    std::int64_t pending = 0;   // unfinished dependencies of the head group
-    std::size_t remaining = 0;  // head group ops not yet propagated
+    OpIndex cursor = 0;          // first op of the current head group (ops.size(): stream done)
+    OpIndex end = 0;             // one past its last op (groups are consecutive in program order)
+    OpIndex scan_op = 0;         // dependency scan position: op of the group ...
+    std::uint32_t scan_dep = 0;  // ... and index into its dependency list
+    OpIndex waiting_on = kNone;  // the unfinished dependency the head waits for
+    std::int32_t remaining = 0;  // head group ops not yet propagated
   };
 
   const RankProgram& rank(Rank r) const { return p_.ranks[static_cast<std::size_t>(r)]; }
   Head& head(Rank r, StreamId s) {
     return heads_[static_cast<std::size_t>(r) * p_.streams.size() + s];
   }
-  const Op& op_at(std::int64_t g) const {
+  const Op& op_at(GlobalOp g) const {
     const auto [r, i] = n_.local(g);
     return rank(r).ops[static_cast<std::size_t>(i)];
   }
-  State& state(std::int64_t g) { return state_[static_cast<std::size_t>(g)]; }
+  State& state(GlobalOp g) { return state_[static_cast<std::size_t>(g)]; }
+  State& state(Rank r, OpIndex i) { return state(n_.global(r, i)); }
 
+  // The first op at or after `from` on stream `s` of rank `r`, or the rank's op count.
+  OpIndex next_of_stream(Rank r, StreamId s, OpIndex from) const {
+    const auto& ops = rank(r).ops;
+    auto i = static_cast<std::size_t>(from);
+    while (i < ops.size() && ops[i].stream != s)
+      ++i;
+    return static_cast<OpIndex>(i);
+  }
+
+  // Makes the group starting at the stream's cursor its head and starts its dependency scan.
   void activate(Rank r, StreamId s) {
     Head& h = head(r, s);
-    if (h.cursor >= h.ops.size()) return;
-    const RankProgram& rp = rank(r);
-    const std::int32_t group = rp.ops[static_cast<std::size_t>(h.ops[h.cursor])].group;
-    std::size_t end = h.cursor + 1;
-    while (group != kNone && end < h.ops.size() &&
-           rp.ops[static_cast<std::size_t>(h.ops[end])].group == group)
+    const auto& ops = rank(r).ops;
+    if (static_cast<std::size_t>(h.cursor) >= ops.size()) return;
+    const std::int32_t group = ops[static_cast<std::size_t>(h.cursor)].group;
+    auto end = static_cast<std::size_t>(h.cursor) + 1;
+    while (group != kNone && end < ops.size() && ops[end].group == group)
       ++end;
-    h.size = end - h.cursor;
-    h.remaining = h.size;
-    h.pending = 0;
-    for (std::size_t k = h.cursor; k < end; ++k) {
-      state(n_.global(r, h.ops[k])) = kAtHead;
-      for (OpIndex d : deps(rp, rp.ops[static_cast<std::size_t>(h.ops[k])]))
-        if (state(n_.global(r, d)) != kPropagated) ++h.pending;
+    h.end = static_cast<OpIndex>(end);
+    h.remaining = h.end - h.cursor;
+    for (OpIndex k = h.cursor; k < h.end; ++k)
+      state(r, k) = kAtHead;
+    h.scan_op = h.cursor;
+    h.scan_dep = 0;
+    resume(r, s);
+  }
+
+  // Continues the head's dependency scan; waits at the first unfinished dependency, or posts.
+  void resume(Rank r, StreamId s) {
+    Head& h = head(r, s);
+    const RankProgram& rp = rank(r);
+    for (; h.scan_op < h.end; ++h.scan_op, h.scan_dep = 0) {
+      const auto ds = deps(rp, rp.ops[static_cast<std::size_t>(h.scan_op)]);
+      for (; h.scan_dep < ds.size(); ++h.scan_dep) {
+        const OpIndex d = ds[h.scan_dep];
+        if (state(r, d) != kPropagated) {
+          h.waiting_on = d;
+          ++waiting_[static_cast<std::size_t>(r)];
+          return;
+        }
+      }
     }
-    if (h.pending == 0) post(r, s);
+    post(r, s);
   }
 
   void post(Rank r, StreamId s) {
     Head& h = head(r, s);
-    for (std::size_t k = h.cursor; k < h.cursor + h.size; ++k)
-      state(n_.global(r, h.ops[k])) = kPosted;
-    for (std::size_t k = h.cursor; k < h.cursor + h.size; ++k)
-      try_complete(r, h.ops[k]);
+    for (OpIndex k = h.cursor; k < h.end; ++k)
+      state(r, k) = kPosted;
+    for (OpIndex k = h.cursor; k < h.end; ++k)
+      try_complete(r, k);
   }
 
   void record(Check c) {
     if (c && !first_dataflow_failure_) first_dataflow_failure_ = std::move(c);
   }
 
-  void done(std::int64_t g) {
-    state(g) = kDone;
-    queue_.push_back(g);
+  void done(Rank r, OpIndex i) {
+    state(r, i) = kDone;
+    queue_.emplace_back(r, i);
   }
 
   void try_complete(Rank r, OpIndex i) {
-    const std::int64_t g = n_.global(r, i);
+    const GlobalOp g = n_.global(r, i);
     if (state(g) != kPosted) return;  // already completed by its partner
     const Op& op = rank(r).ops[static_cast<std::size_t>(i)];
     switch (op.kind) {
       case OpKind::send:
       case OpKind::recv: {
-        const std::int64_t partner = m_.link[static_cast<std::size_t>(g)];
+        const GlobalOp partner = m_.link[static_cast<std::size_t>(g)];
         if (state(partner) != kPosted) return;
+        const auto [pr, pi] = n_.local(partner);
         if (dataflow_) {
-          const auto [pr, pi] = n_.local(partner);
           record(op.kind == OpKind::send ? dataflow_->transfer(r, i, pr, pi)
                                          : dataflow_->transfer(pr, pi, r, i));
         }
-        done(g);
-        done(partner);
+        done(r, i);
+        done(pr, pi);
         return;
       }
       case OpKind::collective: {
         const auto inst = static_cast<std::size_t>(m_.link[static_cast<std::size_t>(g)]);
-        const std::int64_t first = m_.instance_first[inst];
-        const std::int64_t size = m_.instance_first[inst + 1] - first;
-        if (++arrivals_[inst] < size) return;
-        std::vector<std::int64_t> members(m_.instance_ops.begin() + first,
-                                          m_.instance_ops.begin() + first + size);
-        if (dataflow_) {
-          std::vector<std::pair<Rank, OpIndex>> ops;
-          ops.reserve(members.size());
-          for (std::int64_t x : members)
-            ops.push_back(n_.local(x));
-          record(dataflow_->collective(ops));
-        }
-        for (std::int64_t x : members)
-          done(x);
+        const auto first = static_cast<std::size_t>(m_.instance_first[inst]);
+        const auto size = static_cast<std::size_t>(m_.instance_first[inst + 1]) - first;
+        if (static_cast<std::size_t>(++arrivals_[inst]) < size) return;
+        members_.clear();
+        for (std::size_t k = first; k < first + size; ++k)
+          members_.push_back(n_.local(m_.instance_ops[k]));
+        if (dataflow_) record(dataflow_->collective(members_));
+        for (const auto& [mr, mi] : members_)
+          done(mr, mi);
         return;
       }
       default:
         if (dataflow_) record(dataflow_->local(r, i));
-        done(g);
+        done(r, i);
     }
   }
 
-  void propagate(std::int64_t g) {
-    state(g) = kPropagated;
-    const auto [r, i] = n_.local(g);
-    for (auto k = dependents_first_[static_cast<std::size_t>(g)];
-         k < dependents_first_[static_cast<std::size_t>(g) + 1]; ++k) {
-      const std::int64_t d = dependents_[static_cast<std::size_t>(k)];
-      if (state(d) != kAtHead) continue;
-      Head& h = head(r, op_at(d).stream);
-      if (--h.pending == 0) post(r, op_at(d).stream);
+  void propagate(Rank r, OpIndex i) {
+    state(r, i) = kPropagated;
+    // Wake the heads of this rank that wait for it (dependencies never cross ranks).
+    auto& waiting = waiting_[static_cast<std::size_t>(r)];
+    for (std::size_t s = 0; waiting > 0 && s < p_.streams.size(); ++s) {
+      Head& w = head(r, static_cast<StreamId>(s));
+      if (w.waiting_on != i) continue;
+      w.waiting_on = kNone;
+      --waiting;
+      resume(r, static_cast<StreamId>(s));
     }
     const StreamId s = rank(r).ops[static_cast<std::size_t>(i)].stream;
     Head& h = head(r, s);
     if (--h.remaining == 0) {
-      h.cursor += h.size;
+      h.cursor = next_of_stream(r, s, h.end);
       activate(r, s);
     }
   }
 
   // --- deadlock reporting -------------------------------------------------------------------
 
-  std::string describe(std::int64_t g) const {
+  std::string describe(GlobalOp g) const {
     const auto [r, i] = n_.local(g);
     return describe_op(p_, r, i, false);
   }
 
   // The first unfinished op of the head group of g's stream.
-  std::int64_t stream_blocker(std::int64_t g) {
+  GlobalOp stream_blocker(GlobalOp g) {
     const auto [r, i] = n_.local(g);
     Head& h = head(r, op_at(g).stream);
-    for (std::size_t k = h.cursor; k < h.cursor + h.size && k < h.ops.size(); ++k) {
-      const std::int64_t x = n_.global(r, h.ops[k]);
-      if (state(x) != kPropagated) return x;
+    for (OpIndex k = h.cursor; k < h.end; ++k) {
+      if (state(r, k) != kPropagated) return n_.global(r, k);
     }
-    return n_.global(r, h.ops[h.cursor]);
+    return n_.global(r, h.cursor);
   }
 
   // One op that g waits for, and why.
-  std::pair<std::int64_t, std::string> waits_for(std::int64_t g) {
+  std::pair<GlobalOp, std::string> waits_for(GlobalOp g) {
     const auto [r, i] = n_.local(g);
     const Op& op = op_at(g);
     switch (state(g)) {
       case kIdle: {
-        const std::int64_t b = stream_blocker(g);
+        const GlobalOp b = stream_blocker(g);
         return {b, "is queued behind it on stream " + p_.streams[op.stream]};
       }
       case kAtHead: {
         Head& h = head(r, op.stream);
         const RankProgram& rp = rank(r);
-        for (std::size_t k = h.cursor; k < h.cursor + h.size; ++k)
-          for (OpIndex d : deps(rp, rp.ops[static_cast<std::size_t>(h.ops[k])]))
-            if (state(n_.global(r, d)) != kPropagated) return {n_.global(r, d), "depends on it"};
+        for (OpIndex k = h.cursor; k < h.end; ++k)
+          for (OpIndex d : deps(rp, rp.ops[static_cast<std::size_t>(k)]))
+            if (state(r, d) != kPropagated) return {n_.global(r, d), "depends on it"};
         return {g, "?"};
       }
       case kPosted:
         if (op.kind == OpKind::collective) {
           const auto inst = static_cast<std::size_t>(m_.link[static_cast<std::size_t>(g)]);
           for (auto k = m_.instance_first[inst]; k < m_.instance_first[inst + 1]; ++k) {
-            const std::int64_t x = m_.instance_ops[static_cast<std::size_t>(k)];
+            const GlobalOp x = m_.instance_ops[static_cast<std::size_t>(k)];
             if (state(x) < kPosted) return {x, "waits for the member to reach the collective"};
           }
           return {g, "?"};
@@ -241,21 +247,21 @@ class Execution {
     }
   }
 
-  Failure describe_deadlock(std::int64_t first_stuck) {
+  Failure describe_deadlock(GlobalOp first_stuck) {
     Failure f;
     for (Rank r = 0; r < p_.num_ranks(); ++r) {
       for (std::size_t s = 0; s < p_.streams.size(); ++s) {
         Head& h = head(r, static_cast<StreamId>(s));
-        if (h.cursor >= h.ops.size()) continue;
-        const std::int64_t b = stream_blocker(n_.global(r, h.ops[h.cursor]));
+        if (static_cast<std::size_t>(h.cursor) >= rank(r).ops.size()) continue;
+        const GlobalOp b = stream_blocker(n_.global(r, h.cursor));
         const auto [w, why] = waits_for(b);
         f.details.push_back(describe(b) + " " + why + ": " + describe(w));
       }
     }
     // Follow waits-for edges until an op repeats: that loop is the deadlock.
-    std::unordered_map<std::int64_t, std::size_t> seen;
-    std::vector<std::int64_t> path;
-    std::int64_t g = first_stuck;
+    std::unordered_map<GlobalOp, std::size_t> seen;
+    std::vector<GlobalOp> path;
+    GlobalOp g = first_stuck;
     while (seen.find(g) == seen.end() && path.size() <= state_.size()) {
       seen.emplace(g, path.size());
       path.push_back(g);
@@ -280,12 +286,12 @@ class Execution {
   const OpNumbering& n_;
   const Matching& m_;
   Dataflow* dataflow_;
-  std::vector<State> state_;
-  std::vector<std::int64_t> arrivals_;
-  std::vector<std::int64_t> dependents_first_;
-  std::vector<std::int64_t> dependents_;
-  std::vector<Head> heads_;
-  std::deque<std::int64_t> queue_;
+  std::vector<State> state_;                       ///< per global op
+  std::vector<std::int32_t> arrivals_;             ///< per collective instance
+  std::vector<Head> heads_;                        ///< per (rank, stream)
+  std::vector<std::int32_t> waiting_;              ///< per rank: heads waiting for a dependency
+  std::deque<std::pair<Rank, OpIndex>> queue_;     ///< completed, not yet propagated
+  std::vector<std::pair<Rank, OpIndex>> members_;  ///< scratch: a collective's members
   Check first_dataflow_failure_;
 };
 

@@ -23,26 +23,31 @@ using Check = std::optional<Failure>;
 /// `<describe_op(rank, op)>: <what>`.
 Failure fail_at(const Program& program, Rank rank, OpIndex op, const std::string& what);
 
+/// Global op index: ops of rank 0, then rank 1, ... The structure stage guarantees that the
+/// total fits (kMaxOps), so the later stages keep one 32-bit number per op instead of two.
+using GlobalOp = std::int32_t;
+inline constexpr std::int64_t kMaxOps = 0x7fffffff;
+
 /// Global op numbering: global index of (rank, op) = first[rank] + op.
 struct OpNumbering {
-  std::vector<std::int64_t> first;  ///< size num_ranks + 1
+  std::vector<GlobalOp> first;  ///< size num_ranks + 1
   explicit OpNumbering(const Program& program);
-  std::int64_t global(Rank rank, OpIndex op) const {
+  GlobalOp global(Rank rank, OpIndex op) const {
     return first[static_cast<std::size_t>(rank)] + op;
   }
-  std::int64_t total() const { return first.back(); }
+  GlobalOp total() const { return first.back(); }
   /// Inverse of global(); O(log P).
-  std::pair<Rank, OpIndex> local(std::int64_t global_index) const;
+  std::pair<Rank, OpIndex> local(GlobalOp global_index) const;
 };
 
 /// Result of the matching stage, used by the execution.
 struct Matching {
   /// Per global op: send/recv: global index of the partner; collective: instance id; else -1.
-  std::vector<std::int64_t> link;
+  std::vector<GlobalOp> link;
   /// Collective instances: members' global op indices, in communicator member order, at
   /// instance_ops[instance_first[i] .. instance_first[i + 1]).
-  std::vector<std::int64_t> instance_first;
-  std::vector<std::int64_t> instance_ops;
+  std::vector<std::int32_t> instance_first;
+  std::vector<GlobalOp> instance_ops;
 };
 
 /// Stage 1. Everything later may rely on what this establishes (ids, offsets, enums in range).

@@ -2,6 +2,7 @@
 // communicator (in a's program order) matches the k-th recv at b from a on it. Collectives: the
 // k-th collective on a communicator is one instance on all members, which must agree in kind,
 // bytes and root. O(ops + sum of communicator sizes), hash maps keyed by packed ids.
+#include <algorithm>
 #include <unordered_map>
 
 #include "common/ir/text.h"
@@ -21,8 +22,8 @@ std::uint64_t channel_key(CommId comm, Rank src, Rank dst) {
 }
 
 struct Channel {
-  std::vector<std::int64_t> sends;  // global op indices in the sender's program order
-  std::vector<std::int64_t> recvs;  // global op indices in the receiver's program order
+  std::vector<GlobalOp> sends;  // global op indices in the sender's program order
+  std::vector<GlobalOp> recvs;  // global op indices in the receiver's program order
 };
 
 bool same_collective(const Op& a, const Op& b) {
@@ -43,9 +44,8 @@ std::string collective_difference(const Op& got, const Op& want) {
 Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
   m->link.assign(static_cast<std::size_t>(numbering.total()), -1);
   std::unordered_map<std::uint64_t, Channel> channels;
-  std::vector<std::int64_t> position(static_cast<std::size_t>(numbering.total()), -1);
   // Collective lists per (communicator, member index).
-  std::vector<std::vector<std::vector<std::int64_t>>> colls(p.communicators.size());
+  std::vector<std::vector<std::vector<GlobalOp>>> colls(p.communicators.size());
   std::unordered_map<std::uint64_t, std::int32_t> member_index;
   for (std::size_t c = 0; c < p.communicators.size(); ++c) {
     const auto& members = p.communicators[c].members;
@@ -58,60 +58,75 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
     const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const Op& op = rp.ops[i];
-      const std::int64_t g = numbering.global(r, static_cast<OpIndex>(i));
+      const GlobalOp g = numbering.global(r, static_cast<OpIndex>(i));
       if (op.kind == OpKind::send) {
-        auto& list = channels[channel_key(op.comm, r, op.peer)].sends;
-        position[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(list.size());
-        list.push_back(g);
+        channels[channel_key(op.comm, r, op.peer)].sends.push_back(g);
       } else if (op.kind == OpKind::recv) {
-        auto& list = channels[channel_key(op.comm, op.peer, r)].recvs;
-        position[static_cast<std::size_t>(g)] = static_cast<std::int64_t>(list.size());
-        list.push_back(g);
+        channels[channel_key(op.comm, op.peer, r)].recvs.push_back(g);
       } else if (op.kind == OpKind::collective) {
         const std::int32_t mi = member_index.at(channel_key(op.comm, r, 0));
         colls[static_cast<std::size_t>(op.comm)][static_cast<std::size_t>(mi)].push_back(g);
       }
     }
   }
-  const auto op_at = [&](std::int64_t g) -> const Op& {
+  const auto op_at = [&](GlobalOp g) -> const Op& {
     const auto [r, i] = numbering.local(g);
     return p.ranks[static_cast<std::size_t>(r)].ops[static_cast<std::size_t>(i)];
   };
-  const auto describe = [&](std::int64_t g) {
+  const auto describe = [&](GlobalOp g) {
     const auto [r, i] = numbering.local(g);
     return describe_op(p, r, i, false);
   };
-  // Point-to-point, reported in (rank, op) order.
-  for (Rank r = 0; r < p.num_ranks(); ++r) {
-    const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-      const Op& op = rp.ops[i];
-      if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
-      const bool is_send = op.kind == OpKind::send;
-      const std::int64_t g = numbering.global(r, static_cast<OpIndex>(i));
-      const Channel& ch =
-          channels[is_send ? channel_key(op.comm, r, op.peer) : channel_key(op.comm, op.peer, r)];
-      const auto& others = is_send ? ch.recvs : ch.sends;
-      const auto k = static_cast<std::size_t>(position[static_cast<std::size_t>(g)]);
-      const std::string comm = p.communicators[static_cast<std::size_t>(op.comm)].name;
-      if (k >= others.size()) {
-        return fail_at(
-            p, r, static_cast<OpIndex>(i),
-            std::string(is_send ? "no matching recv" : "no matching send") + ": it is " +
-                (is_send ? "send" : "recv") + " number " + str(static_cast<std::int64_t>(k) + 1) +
-                " between r" + str(is_send ? r : op.peer) + " -> r" + str(is_send ? op.peer : r) +
-                " on '" + comm + "', but r" + str(op.peer) + " posts only " +
-                str(static_cast<std::int64_t>(others.size())) + (is_send ? " recvs" : " sends"));
-      }
-      const std::int64_t partner = others[k];
-      if (op_at(partner).bytes != op.bytes) {
-        return fail_at(p, r, static_cast<OpIndex>(i),
-                       "bytes differ from the matching " + describe(partner) + " (" +
-                           str(static_cast<std::int64_t>(op.bytes)) + " vs " +
-                           str(static_cast<std::int64_t>(op_at(partner).bytes)) + ")");
-      }
-      m->link[static_cast<std::size_t>(g)] = partner;
+  // Point-to-point: the k-th send of a channel pairs with its k-th recv. Of all ops that fail
+  // (unmatched, or bytes differing from the partner), the first in (rank, op) order is reported.
+  GlobalOp worst = -1;
+  const Channel* worst_channel = nullptr;
+  std::size_t worst_k = 0;
+  const auto candidate = [&](GlobalOp g, const Channel& ch, std::size_t k) {
+    if (worst < 0 || g < worst) {
+      worst = g;
+      worst_channel = &ch;
+      worst_k = k;
     }
+  };
+  for (const auto& [key, ch] : channels) {
+    const std::size_t paired = std::min(ch.sends.size(), ch.recvs.size());
+    for (std::size_t k = 0; k < paired; ++k) {
+      const GlobalOp s = ch.sends[k];
+      const GlobalOp r = ch.recvs[k];
+      if (op_at(s).bytes != op_at(r).bytes) {
+        candidate(std::min(s, r), ch, k);
+        continue;
+      }
+      m->link[static_cast<std::size_t>(s)] = r;
+      m->link[static_cast<std::size_t>(r)] = s;
+    }
+    for (std::size_t k = paired; k < ch.sends.size(); ++k)
+      candidate(ch.sends[k], ch, k);
+    for (std::size_t k = paired; k < ch.recvs.size(); ++k)
+      candidate(ch.recvs[k], ch, k);
+  }
+  if (worst >= 0) {
+    const auto [r, i] = numbering.local(worst);
+    const Op& op = op_at(worst);
+    const bool is_send = op.kind == OpKind::send;
+    const auto& others = is_send ? worst_channel->recvs : worst_channel->sends;
+    const std::string comm = p.communicators[static_cast<std::size_t>(op.comm)].name;
+    if (worst_k >= others.size()) {
+      return fail_at(p, r, i,
+                     std::string(is_send ? "no matching recv" : "no matching send") + ": it is " +
+                         (is_send ? "send" : "recv") + " number " +
+                         str(static_cast<std::int64_t>(worst_k) + 1) + " between r" +
+                         str(is_send ? r : op.peer) + " -> r" + str(is_send ? op.peer : r) +
+                         " on '" + comm + "', but r" + str(op.peer) + " posts only " +
+                         str(static_cast<std::int64_t>(others.size())) +
+                         (is_send ? " recvs" : " sends"));
+    }
+    const GlobalOp partner = others[worst_k];
+    return fail_at(p, r, i,
+                   "bytes differ from the matching " + describe(partner) + " (" +
+                       str(static_cast<std::int64_t>(op.bytes)) + " vs " +
+                       str(static_cast<std::int64_t>(op_at(partner).bytes)) + ")");
   }
   // Collectives, per communicator and instance.
   m->instance_first.clear();
@@ -139,8 +154,8 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
                              describe(lists[ref][k]) + ": " + collective_difference(got, want));
         }
       }
-      const auto instance = static_cast<std::int64_t>(m->instance_first.size());
-      m->instance_first.push_back(static_cast<std::int64_t>(m->instance_ops.size()));
+      const auto instance = static_cast<GlobalOp>(m->instance_first.size());
+      m->instance_first.push_back(static_cast<std::int32_t>(m->instance_ops.size()));
       for (std::size_t mi = 0; mi < lists.size(); ++mi) {
         m->instance_ops.push_back(lists[mi][k]);
         m->link[static_cast<std::size_t>(lists[mi][k])] = instance;
@@ -159,7 +174,7 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
                          str(static_cast<std::int64_t>(fewest)) + " collectives on it");
     }
   }
-  m->instance_first.push_back(static_cast<std::int64_t>(m->instance_ops.size()));
+  m->instance_first.push_back(static_cast<std::int32_t>(m->instance_ops.size()));
   return std::nullopt;
 }
 

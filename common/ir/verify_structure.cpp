@@ -45,6 +45,15 @@ class StructureChecker {
     if (p_.header.layers < 0) return Failure{"header: negative layer count", kNone, kNone, {}};
     if (static_cast<std::int64_t>(p_.communicators.size()) > kMaxComms)
       return Failure{"too many communicators", kNone, kNone, {}};
+    std::int64_t total_ops = 0;
+    for (const RankProgram& rp : p_.ranks)
+      total_ops += static_cast<std::int64_t>(rp.ops.size());
+    if (total_ops > kMaxOps)
+      return Failure{
+          "program has " + str(total_ops) + " ops; the verifier handles at most " + str(kMaxOps),
+          kNone,
+          kNone,
+          {}};
     if (Check c = communicators()) return c;
     for (std::size_t i = 0; i < p_.costs.size(); ++i) {
       const Cost& c = p_.costs[i];
