@@ -160,13 +160,27 @@ ir::BufferId Emitter::buffer(ir::Rank rank, std::string name, std::uint64_t byte
 }
 
 ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps) {
-  deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
-  return b_.alloc(rank, stream, buf, deps.span());
+  return alloc(rank, stream, {buf}, deps);
 }
 
 ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps) {
-  const ir::OpIndex op = b_.free(rank, stream, buf, deps.span());
-  last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)] = op;
+  return free(rank, stream, {buf}, deps);
+}
+
+ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream,
+                           std::initializer_list<ir::BufferId> bufs, Deps deps) {
+  for (ir::BufferId buf : bufs)
+    deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
+  return b_.alloc(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()),
+                  deps.span());
+}
+
+ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream,
+                          std::initializer_list<ir::BufferId> bufs, Deps deps) {
+  const ir::OpIndex op =
+      b_.free(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()), deps.span());
+  for (ir::BufferId buf : bufs)
+    last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)] = op;
   return op;
 }
 

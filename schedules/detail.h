@@ -110,6 +110,11 @@ class Emitter {
   /// alloc, depending on `deps` and on the previous free of the same buffer.
   ir::OpIndex alloc(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps = {});
   ir::OpIndex free(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps = {});
+  /// One alloc (free) op for several buffers released or acquired together.
+  ir::OpIndex alloc(ir::Rank rank, ir::StreamId stream, std::initializer_list<ir::BufferId> bufs,
+                    Deps deps = {});
+  ir::OpIndex free(ir::Rank rank, ir::StreamId stream, std::initializer_list<ir::BufferId> bufs,
+                   Deps deps = {});
 
   ir::CostId cost(const ir::Cost& c) { return b_.cost(c); }
   ir::Program finish() && { return std::move(b_).finish(); }

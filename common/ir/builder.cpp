@@ -226,20 +226,32 @@ OpIndex ProgramBuilder::copy(Rank rank, StreamId stream_id, BufferId src, Buffer
 
 OpIndex ProgramBuilder::alloc(Rank rank, StreamId stream_id, BufferId buf,
                               std::span<const OpIndex> op_deps) {
-  Op op;
-  op.kind = OpKind::alloc;
-  op.stream = stream_id;
   const BufferId w[] = {buf};
-  return push(rank, op, {}, w, op_deps);
+  return alloc(rank, stream_id, w, op_deps);
 }
 
 OpIndex ProgramBuilder::free(Rank rank, StreamId stream_id, BufferId buf,
                              std::span<const OpIndex> op_deps) {
+  const BufferId w[] = {buf};
+  return free(rank, stream_id, w, op_deps);
+}
+
+OpIndex ProgramBuilder::alloc(Rank rank, StreamId stream_id, std::span<const BufferId> bufs,
+                              std::span<const OpIndex> op_deps) {
+  assert(!bufs.empty() && "alloc of no buffer");
+  Op op;
+  op.kind = OpKind::alloc;
+  op.stream = stream_id;
+  return push(rank, op, {}, bufs, op_deps);
+}
+
+OpIndex ProgramBuilder::free(Rank rank, StreamId stream_id, std::span<const BufferId> bufs,
+                             std::span<const OpIndex> op_deps) {
+  assert(!bufs.empty() && "free of no buffer");
   Op op;
   op.kind = OpKind::free;
   op.stream = stream_id;
-  const BufferId w[] = {buf};
-  return push(rank, op, {}, w, op_deps);
+  return push(rank, op, {}, bufs, op_deps);
 }
 
 OpIndex ProgramBuilder::next_op(Rank rank) const {

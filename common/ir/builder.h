@@ -52,6 +52,11 @@ class ProgramBuilder {
                std::span<const OpIndex> deps = {});
   OpIndex alloc(Rank rank, StreamId stream, BufferId buffer, std::span<const OpIndex> deps = {});
   OpIndex free(Rank rank, StreamId stream, BufferId buffer, std::span<const OpIndex> deps = {});
+  /// One alloc (free) op acting on every buffer of `buffers` (at least one).
+  OpIndex alloc(Rank rank, StreamId stream, std::span<const BufferId> buffers,
+                std::span<const OpIndex> deps = {});
+  OpIndex free(Rank rank, StreamId stream, std::span<const BufferId> buffers,
+               std::span<const OpIndex> deps = {});
 
   /// Number of ops emitted so far on `rank` (the index the next op will get).
   OpIndex next_op(Rank rank) const;

@@ -127,6 +127,9 @@ void Reader::op(const json& row, const Program& p, RankProgram* rp, std::size_t 
       op.bytes = u64(v);
     } else if (fname == "group") {
       op.group = i32(v);
+    } else if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && v.is_array()) {
+      wr = id_list(v, 0, nbuf, "buffer id");  // several buffers in one alloc/free
+      if (wr.empty()) fail("an alloc/free buffer list needs at least one buffer id");
     } else {  // buffer, src, dst, send_buffer, recv_buffer
       row_buffers.emplace_back(f, i32(v, kNone, nbuf - 1, "buffer id"));
     }

@@ -99,9 +99,10 @@ bool canonical_shape(const Op& op) {
     case OpKind::send:
       return op.reads_count == 1 && op.writes_count == 0;
     case OpKind::recv:
+      return op.reads_count == 0 && op.writes_count == 1;
     case OpKind::alloc:
     case OpKind::free:
-      return op.reads_count == 0 && op.writes_count == 1;
+      return op.reads_count == 0 && op.writes_count >= 1;
     case OpKind::collective:
     case OpKind::copy:
       return op.reads_count == 1 && op.writes_count == 1;
@@ -190,7 +191,11 @@ void write_op(Writer& w, const RankProgram& rp, const Op& op) {
     case OpKind::alloc:
     case OpKind::free:
       sep();
-      w.num(buf(0));
+      if (shaped && wr.size() > 1) {
+        write_list(w, wr);  // several buffers: a list in the buffer field
+      } else {
+        w.num(buf(0));
+      }
       break;
   }
   // Overrides: non-default values of fields the row does not carry (exact round trip).

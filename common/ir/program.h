@@ -16,7 +16,8 @@
 ///     when both sides are posted.
 ///  4. All members of a communicator issue its collectives in the same order; a collective starts
 ///     when every member has reached it.
-///  5. A non-persistent buffer is dead until an `alloc` op and after a `free` op; touching a dead
+///  5. A non-persistent buffer is dead until an `alloc` op and after a `free` op (one alloc or
+///     free op may list several buffers: it acts on each of them); touching a dead
 ///     buffer is an error. Persistent buffers live for the whole program (memory model: their
 ///     bytes count from time zero).
 ///
@@ -196,7 +197,8 @@ struct Op {
 // Collective `bytes`: broadcast/reduce/all_reduce: the message size; all_gather: the size of
 // the gathered (full) output; reduce_scatter: the size of the full input. Collective buffers:
 // reads[0] = send buffer, writes[0] = receive buffer (may be the same buffer: in place).
-// send: reads[0]; recv: writes[0]; copy: reads[0] -> writes[0]; alloc/free: writes[0].
+// send: reads[0]; recv: writes[0]; copy: reads[0] -> writes[0]; alloc/free: every buffer in
+// writes (one or more: e.g. all activations a backward op releases), no reads.
 
 /// Ops and buffers of one rank.
 struct RankProgram {

@@ -50,9 +50,10 @@ VerifyStats statistics(const Program& program) {
       if (op.kind == OpKind::collective)
         s.collective_bytes[static_cast<std::size_t>(op.collective)] += op.bytes;
       if (op.kind == OpKind::alloc || op.kind == OpKind::free) {
-        const auto b = static_cast<std::size_t>(writes(rp, op)[0]);
         const bool alloc = op.kind == OpKind::alloc;
-        if (allocated[b] != alloc) {  // double alloc/free is the dataflow stage's error
+        for (BufferId id : writes(rp, op)) {
+          const auto b = static_cast<std::size_t>(id);
+          if (allocated[b] == alloc) continue;  // double alloc/free is the dataflow stage's error
           allocated[b] = alloc;
           if (alloc) {
             live += rp.buffers[b].size.count();

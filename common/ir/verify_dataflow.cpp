@@ -118,20 +118,25 @@ Check Dataflow::local(Rank rank, OpIndex index) {
   const RankProgram& rp = program_.ranks[static_cast<std::size_t>(rank)];
   const Op& op = rp.ops[static_cast<std::size_t>(index)];
   switch (op.kind) {
-    case OpKind::alloc: {
-      BufferState& s = state(rank, writes(rp, op)[0]);
-      if (s.live) return fail_at(program_, rank, index, "alloc of a live buffer");
-      s.live = true;
-      s.content = Content{};
+    case OpKind::alloc:
+      for (BufferId b : writes(rp, op)) {
+        BufferState& s = state(rank, b);
+        if (s.live)
+          return fail_at(
+              program_, rank, index,
+              "alloc of a live buffer '" + rp.buffers[static_cast<std::size_t>(b)].name + "'");
+        s.live = true;
+        s.content = Content{};
+      }
       return std::nullopt;
-    }
-    case OpKind::free: {
-      if (Check c = require_live(rank, index, writes(rp, op)[0], "frees")) return c;
-      BufferState& s = state(rank, writes(rp, op)[0]);
-      s.live = false;
-      s.freed_by = index;
+    case OpKind::free:
+      for (BufferId b : writes(rp, op)) {
+        if (Check c = require_live(rank, index, b, "frees")) return c;
+        BufferState& s = state(rank, b);
+        s.live = false;
+        s.freed_by = index;
+      }
       return std::nullopt;
-    }
     case OpKind::copy: {
       if (Check c = require_live(rank, index, reads(rp, op)[0], "reads")) return c;
       if (Check c = require_live(rank, index, writes(rp, op)[0], "writes")) return c;

@@ -265,10 +265,15 @@ class StructureChecker {
         return fits(1, op.bytes, "destination");
       case OpKind::alloc:
       case OpKind::free: {
-        if (Check c = counts(0, 1)) return c;
-        const Buffer& b = rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset])];
-        if (b.persistent)
-          return fail(std::string(name(op.kind)) + " of persistent buffer '" + b.name + "'");
+        if (op.reads_count != 0 || op.writes_count == 0)
+          return fail(std::string(name(op.kind)) +
+                      " needs 0 read and at least 1 written buffers, has " + str(op.reads_count) +
+                      " and " + str(op.writes_count));
+        for (BufferId id : writes(rp, op)) {
+          const Buffer& b = rp.buffers[static_cast<std::size_t>(id)];
+          if (b.persistent)
+            return fail(std::string(name(op.kind)) + " of persistent buffer '" + b.name + "'");
+        }
         return std::nullopt;
       }
     }

@@ -332,11 +332,13 @@ Status HostBackend::Impl::post(ir::OpIndex index) {
       return Status::success();
     }
     case ir::OpKind::alloc:
-      make_alive(ir::writes(rp, op)[0]);
+      for (ir::BufferId b : ir::writes(rp, op))
+        make_alive(b);
       local_done.push_back({index, t, clock_now()});
       return Status::success();
     case ir::OpKind::free:
-      kill(ir::writes(rp, op)[0]);
+      for (ir::BufferId b : ir::writes(rp, op))
+        kill(b);
       local_done.push_back({index, t, clock_now()});
       return Status::success();
     case ir::OpKind::copy: {

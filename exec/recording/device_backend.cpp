@@ -277,9 +277,13 @@ Status DeviceBackend::Impl::post(ir::OpIndex i) {
   const StreamHandle s = streams.at(op.stream);
   switch (op.kind) {
     case ir::OpKind::alloc:
-      return alloc(ir::writes(*rp, op)[0], s);
+      for (ir::BufferId b : ir::writes(*rp, op))
+        TAWPIPE_TRY(alloc(b, s));
+      return Status::success();
     case ir::OpKind::free:
-      return release(ir::writes(*rp, op)[0], s);
+      for (ir::BufferId b : ir::writes(*rp, op))
+        TAWPIPE_TRY(release(b, s));
+      return Status::success();
     case ir::OpKind::copy: {
       const ir::BufferId src = ir::reads(*rp, op)[0], dst = ir::writes(*rp, op)[0];
       const DType ts = types[static_cast<std::size_t>(src)],

@@ -1,6 +1,7 @@
 #include "tests/unit/ir/fixtures.h"
 
 #include <string>
+#include <vector>
 
 #include "common/ir/builder.h"
 
@@ -386,6 +387,45 @@ Program delete_op(const Program& program, Rank rank, OpIndex victim) {
     for (BufferId b : writes(in, in.ops[i]))
       rp.buffer_pool.push_back(b);
     rp.ops.push_back(op);
+  }
+  return out;
+}
+
+Program merge_alloc_free_runs(const Program& program) {
+  Program out = program;
+  for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+    const RankProgram& in = program.ranks[r];
+    RankProgram& rp = out.ranks[r];
+    rp.ops.clear();
+    rp.dep_pool.clear();
+    rp.buffer_pool.clear();
+    std::vector<OpIndex> renamed(in.ops.size());
+    for (std::size_t i = 0; i < in.ops.size(); ++i) {
+      const Op& op = in.ops[i];
+      const bool mergeable = (op.kind == OpKind::alloc || op.kind == OpKind::free) &&
+                             op.deps_count == 0 && !rp.ops.empty() &&
+                             rp.ops.back().kind == op.kind && rp.ops.back().stream == op.stream &&
+                             renamed[i - 1] == static_cast<OpIndex>(rp.ops.size()) - 1;
+      if (mergeable) {  // the previous op is the last one emitted: extend its buffer list
+        for (BufferId b : writes(in, op))
+          rp.buffer_pool.push_back(b);
+        rp.ops.back().writes_count =
+            static_cast<std::uint16_t>(rp.ops.back().writes_count + op.writes_count);
+        renamed[i] = static_cast<OpIndex>(rp.ops.size()) - 1;
+        continue;
+      }
+      Op copy = op;
+      copy.deps_offset = static_cast<std::uint32_t>(rp.dep_pool.size());
+      for (OpIndex d : deps(in, op))
+        rp.dep_pool.push_back(renamed[static_cast<std::size_t>(d)]);
+      copy.buffers_offset = static_cast<std::uint32_t>(rp.buffer_pool.size());
+      for (BufferId b : reads(in, op))
+        rp.buffer_pool.push_back(b);
+      for (BufferId b : writes(in, op))
+        rp.buffer_pool.push_back(b);
+      renamed[i] = static_cast<OpIndex>(rp.ops.size());
+      rp.ops.push_back(copy);
+    }
   }
   return out;
 }

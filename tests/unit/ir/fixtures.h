@@ -30,6 +30,11 @@ Program weight_passing_program(const WeightPassingOptions& options = {});
 /// The program without op `op` of `rank`: dependencies on it are dropped, later indices shift.
 Program delete_op(const Program& program, Rank rank, OpIndex op);
 
+/// The program with every run of consecutive alloc ops (or free ops) of one rank on one stream,
+/// where only the run's first op has dependencies, merged into one alloc (free) op listing all
+/// their buffers. Dependencies on merged ops point to the merged op; later indices shift.
+Program merge_alloc_free_runs(const Program& program);
+
 /// Index of the `nth` (0-based) op of `rank` satisfying `pred`, or kNone.
 template <class Pred>
 OpIndex find_op(const Program& program, Rank rank, Pred pred, int nth = 0) {

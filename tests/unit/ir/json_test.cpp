@@ -82,6 +82,23 @@ TEST(Json, RoundTripKeepsIrregularFields) {
   EXPECT_EQ(program_to_json(*back), first);
 }
 
+TEST(Json, MultiBufferAllocAndFreeRoundTrip) {
+  const Program p = testing::merge_alloc_free_runs(testing::pipeline_program());
+  const std::string text = program_to_json(p);
+  EXPECT_THAT(text,
+              HasSubstr("\n[\"free\",0,[],[4,6,7]]"));  // act.s0.b0, actgrad.s0.b1, actgrad.s0.b0
+  auto back = read_program_json(text, "mem.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(*back == p);
+  EXPECT_EQ(program_to_json(*back), text);
+  // An empty list is an error at its position.
+  std::string bad = text;
+  bad.replace(bad.find("[4,6,7]"), 7, "[]");
+  auto e = read_program_json(bad, "bad.json");
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(e.error().to_string(), HasSubstr("needs at least one buffer id"));
+}
+
 TEST(Json, OneLinePerOp) {
   const Program p = testing::pipeline_program();
   const std::string text = program_to_json(p);

@@ -77,6 +77,47 @@ TEST(Verifier, Statistics) {
   EXPECT_EQ(v.stats.collective_bytes[static_cast<std::size_t>(CollectiveKind::all_reduce)], 2000u);
 }
 
+// One alloc/free op may list several buffers (program.h rule 5): merging the fixtures' runs of
+// frees and allocs keeps them valid with the same peak memory, and each listed buffer is checked.
+TEST(Verifier, MultiBufferAllocAndFree) {
+  for (const auto& f : kFixtures) {
+    const Program original = f.make();
+    const Program merged = testing::merge_alloc_free_runs(original);
+    const VerifyResult a = verify(original);
+    const VerifyResult b = verify(merged);
+    ASSERT_TRUE(b.ok) << f.name << ": " << b.message;
+    EXPECT_LT(b.stats.total_ops, a.stats.total_ops) << f.name << ": nothing was merged";
+    EXPECT_EQ(b.stats.peak_live_bytes, a.stats.peak_live_bytes) << f.name;
+  }
+  const Program p = testing::merge_alloc_free_runs(testing::pipeline_program());
+  const auto multi = [&](OpKind k) {
+    return find_op(p, 0, [k](const Op& op) { return op.kind == k && op.writes_count > 1; });
+  };
+  const OpIndex fr = multi(OpKind::free);
+  ASSERT_NE(fr, kNone);
+  EXPECT_THAT(describe_op(p, 0, fr, false),
+              HasSubstr("free buf=[act.s0.b0,actgrad.s0.b1,actgrad.s0.b0]"));
+  {  // a persistent buffer in the list
+    Program q = p;
+    RankProgram& rp = q.ranks[0];
+    rp.buffer_pool[rp.ops[static_cast<std::size_t>(fr)].buffers_offset + 1] =
+        buffer_named(q, 0, "w.l0");
+    expect_failure(q, VerifyStage::structure, 0, fr, "free of persistent buffer 'w.l0'");
+  }
+  {  // the same buffer twice: the second free touches a dead buffer
+    Program q = p;
+    RankProgram& rp = q.ranks[0];
+    const auto at = rp.ops[static_cast<std::size_t>(fr)].buffers_offset;
+    rp.buffer_pool[at + 1] = rp.buffer_pool[at];
+    expect_failure(q, VerifyStage::dataflow, 0, fr, "frees dead buffer 'act.s0.b0'");
+  }
+  {  // an alloc/free op with no buffer at all
+    Program q = p;
+    q.ranks[0].ops[static_cast<std::size_t>(fr)].writes_count = 0;
+    expect_failure(q, VerifyStage::structure, 0, fr, "at least 1 written buffers");
+  }
+}
+
 TEST(Verifier, MissingRecv) {
   const Program good = testing::pipeline_program();
   const Program p = delete_op(good, 1, find_op(good, 1, is_kind(OpKind::recv), 1));
