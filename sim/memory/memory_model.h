@@ -3,7 +3,8 @@
 /// out-of-memory flag.
 ///
 /// In use at time t on rank r = persistent buffers (from time zero, IR semantics rule 5)
-///   + non-persistent buffers between their `alloc` and `free` ops
+///   + non-persistent buffers between their `alloc` and `free` ops (one alloc or free op may list
+///     several buffers: each listed buffer becomes live, or is released, at that op)
 ///   + `Cost::workspace_bytes` of every compute op running at t (transient working set).
 /// Activations of the micro-batches in flight are buffers of the IR (the generators allocate and
 /// free them), so they are covered by the second term.

@@ -44,8 +44,8 @@ struct Instance {
 /// The executor's compact copy of one op: everything the event loop needs, so that it never walks
 /// the Program's pools (cache- and TLB-friendly at a million ops).
 struct RtOp {
-  std::uint64_t bytes = 0;  ///< transfers: message bytes; alloc/free: buffer size; compute:
-                            ///< workspace bytes
+  std::uint64_t bytes = 0;  ///< transfers: message bytes; alloc/free: summed size of the
+                            ///< listed buffers; compute: workspace bytes
   SimTime duration;         ///< compute and copy ops: the compute model's time
   std::int32_t rank = 0;
   std::int32_t unit = 0;
@@ -190,11 +190,11 @@ Status Executor::build_units() {
           rt.duration = compute_.op_time(rt.rank, op);
           break;
         case ir::OpKind::alloc:
-        case ir::OpKind::free: {
-          const auto w = ir::writes(rp, op);
-          if (!w.empty()) rt.bytes = rp.buffers[idx(w[0])].size.count();
+        case ir::OpKind::free:
+          // Every buffer the op lists is allocated (freed) at once: the op moves their sum.
+          for (const ir::BufferId b : ir::writes(rp, op))
+            rt.bytes += rp.buffers[idx(b)].size.count();
           break;
-        }
         default:
           rt.bytes = op.bytes;
           break;

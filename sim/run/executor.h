@@ -9,7 +9,8 @@
 ///     the transfer starts when both sides are posted;
 ///  4. the k-th collective of every member of a communicator forms one instance; it starts when
 ///     every member has posted it;
-///  5. alloc/free take no time and move the memory model.
+///  5. alloc/free take no time and move the memory model by the summed size of every buffer they
+///     list in `writes` (one or more).
 /// Compute and copy ops take the compute model's time (scaled by 1 + sm_contention while a
 /// communication op of the same rank is in flight when they start: NCCL kernels occupy SMs;
 /// default 0, see SimOptions). Transfers go through the network model.

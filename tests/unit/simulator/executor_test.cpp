@@ -105,6 +105,45 @@ TEST(Executor, MemoryPeakAndOom) {
   EXPECT_TRUE(r->rank_stats[1].oom);
 }
 
+// One alloc and one free may list several buffers (IR: every buffer in `writes`). Persistent
+// 1 GiB; one alloc of a (2 GiB) and b (3 GiB), a compute op with 512 MiB workspace, one free of
+// both, then c (5 GiB) allocated and freed. Peak = 1 + 2 + 3 GiB + 512 MiB = 6.5 GiB, as if a
+// and b had been allocated by two ops; the free released both, so c brings the use to 1 + 5 =
+// 6 GiB only (had it released a alone: 1 + 3 + 5 = 9 GiB). The builder emits one buffer per
+// alloc/free, so the test rewrites those two ops to list both buffers.
+TEST(Executor, AllocAndFreeOfSeveralBuffers) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 1), 1);
+  ir::Cost cost = testing::gemm_cost(1e9);
+  cost.workspace_bytes = 512ull << 20;
+  const ir::CostId c = b.cost(cost);
+  b.buffer(0, "persist", Bytes::gib(1), ir::BufferRole::weights, true);
+  const ir::BufferId a = b.buffer(0, "a", Bytes::gib(2), ir::BufferRole::activation, false);
+  const ir::BufferId bb = b.buffer(0, "b", Bytes::gib(3), ir::BufferRole::activation, false);
+  const ir::BufferId cc = b.buffer(0, "c", Bytes::gib(5), ir::BufferRole::activation, false);
+  const ir::OpIndex alloc = b.alloc(0, 0, a);
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, c, {}, {});
+  const ir::OpIndex free = b.free(0, 0, a);
+  b.alloc(0, 0, cc);
+  b.free(0, 0, cc);
+  ir::Program p = std::move(b).finish();
+  ir::RankProgram& rp = p.ranks[0];
+  for (const ir::OpIndex i : {alloc, free}) {
+    ir::Op& op = rp.ops[static_cast<std::size_t>(i)];
+    ASSERT_EQ(op.reads_count, 0u);
+    ASSERT_EQ(op.writes_count, 1u);
+    op.buffers_offset = static_cast<std::uint32_t>(rp.buffer_pool.size());
+    op.writes_count = 2;
+    rp.buffer_pool.push_back(a);
+    rp.buffer_pool.push_back(bb);
+  }
+  auto r = simulate(p, t, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->rank_stats[0].peak_memory_bytes,
+            (1ull << 30) + (2ull << 30) + (3ull << 30) + (512ull << 20));
+  EXPECT_EQ(r->iteration_time, gemm_time(1e9));  // alloc and free take no time
+}
+
 // A pairwise exchange in one NCCL group does not deadlock: both ranks post send+recv together.
 TEST(Executor, GroupedExchange) {
   const topo::Topology t = testing::shipped("dgx-a100");
