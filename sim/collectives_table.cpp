@@ -110,15 +110,17 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
   if (req.min_bytes == 0 || req.min_bytes > req.max_bytes) return make_error("bad size range");
   SimOptions options;
   if (profile != nullptr) options.profile = *profile;
+  options.nccl_algo = req.all_reduce_algo;
   std::vector<CollectiveRow> rows;
   for (std::uint64_t size = req.min_bytes; size <= req.max_bytes; size *= 2) {
     const ir::Program program = build_program(topology, req, size);
-    auto rep = simulate(program, topology, options);
-    if (!rep.ok()) return rep.error();
+    auto out = run_simulation(program, topology, options);
+    if (!out.ok()) return out.error();
     CollectiveRow row;
     row.size_bytes = size;
     row.count = size / 4;
-    row.time = rep->iteration_time;
+    row.time = out->report.iteration_time;
+    row.algo = out->tree_all_reduces > 0 ? AllReduceAlgo::tree : AllReduceAlgo::ring;
     const double s = row.time.seconds();
     row.algbw_gb_per_s = s > 0.0 ? static_cast<double>(size) / s / 1e9 : 0.0;
     row.busbw_gb_per_s = row.algbw_gb_per_s * bus_factor(req.op, req.ranks);
@@ -137,16 +139,20 @@ std::string format_collectives_table(const topo::Topology& topology,
   const bool rooted = request.op == "broadcast" || request.op == "reduce";
   std::string out = "# tawsim collectives: " + request.op + " on " + topology.name() + ", " +
                     std::to_string(n) + " ranks (predicted, flow-level model)\n#\n";
-  out += "#       size         count      type   redop    root     time   algbw   busbw\n";
+  const bool algo = request.op == "all_reduce";
+  out += "#       size         count      type   redop    root     time   algbw   busbw";
+  out += algo ? "  algo\n" : "\n";
   out += "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n";
   char line[160];
   for (const CollectiveRow& r : rows) {
     const double us = r.time.microseconds();
-    std::snprintf(line, sizeof line, "%12llu  %12llu  %8s  %6s  %6d  %7.*f  %6.2f  %6.2f\n",
+    std::snprintf(line, sizeof line, "%12llu  %12llu  %8s  %6s  %6d  %7.*f  %6.2f  %6.2f",
                   static_cast<unsigned long long>(r.size_bytes),
                   static_cast<unsigned long long>(r.count), "float", sum ? "sum" : "none",
                   rooted ? 0 : -1, us < 10000.0 ? 2 : 0, us, r.algbw_gb_per_s, r.busbw_gb_per_s);
     out += line;
+    if (algo) out += std::string("  ") + name(r.algo);
+    out += "\n";
   }
   return out;
 }

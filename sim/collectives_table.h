@@ -9,6 +9,8 @@
 /// Sizes follow nccl-tests: `size` is the total buffer (all_gather: the gathered output;
 /// reduce_scatter: the full input), `count` the number of float elements. sendrecv: every rank
 /// sends `size` bytes to the next rank and receives from the previous one, in one group.
+/// all_reduce runs ring or tree as NCCL's tuner would choose (or as forced,
+/// `CollectiveTableRequest::all_reduce_algo`; sim/network/collectives.h).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "common/profile/profile.h"
 #include "common/topology/topology.h"
 #include "common/units.h"
+#include "sim/network/collectives.h"
 
 namespace tawpipe::sim {
 
@@ -30,6 +33,8 @@ struct CollectiveTableRequest {
   std::uint64_t min_bytes = 8;  ///< first size (> 0)
   std::uint64_t max_bytes = 16ull << 30;  ///< last size (>= min_bytes)
   std::int32_t ranks = 0;                 ///< first N GPUs; 0 = all GPUs of the topology
+  /// all_reduce: the algorithm (NCCL_ALGO); automatic = NCCL's tuner, per size.
+  AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
 };
 
 /// One row of the table.
@@ -39,6 +44,7 @@ struct CollectiveRow {
   SimTime time;
   double algbw_gb_per_s = 0.0;  ///< size / time, GB/s = 1e9 B/s
   double busbw_gb_per_s = 0.0;
+  AllReduceAlgo algo = AllReduceAlgo::ring;  ///< all_reduce: the algorithm that ran
 };
 
 /// The op names `CollectiveTableRequest::op` accepts.
@@ -54,7 +60,9 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
                                                        const CollectiveTableRequest& request,
                                                        const profile::Profile* profile = nullptr);
 
-/// The rows in nccl-tests' column layout, with a header naming the op, topology and ranks.
+/// The rows in nccl-tests' column layout, with a header naming the op, topology and ranks;
+/// all_reduce tables end with an `algo` column (ring or tree, as NCCL_DEBUG_SUBSYS=TUNING
+/// would tell).
 std::string format_collectives_table(const topo::Topology& topology,
                                      const CollectiveTableRequest& request,
                                      const std::vector<CollectiveRow>& rows);

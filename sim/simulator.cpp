@@ -61,12 +61,14 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.sm_contention = options.sm_contention;
   exec.memory = options.memory;
   exec.record_link_usage = options.record_link_usage;
+  exec.all_reduce_algo = options.nccl_algo;
   auto result = execute(program, topology, exec);
   if (!result.ok()) return result.error();
   ExecutionResult& res = *result;
 
   SimOutput out;
   out.events = res.events;
+  out.tree_all_reduces = res.tree_all_reduces;
   out.link_usage = std::move(res.link_usage);
   report::Report& rep = out.report;
   rep.kind = "predicted";

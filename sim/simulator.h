@@ -21,6 +21,7 @@
 #include "common/report/trace.h"
 #include "common/topology/topology.h"
 #include "sim/memory/memory_model.h"
+#include "sim/network/collectives.h"
 #include "sim/network/network_model.h"
 
 namespace tawpipe::sim {
@@ -45,6 +46,10 @@ struct SimOptions {
   std::vector<ir::Rank> record_ranks;
   /// Keep per-link usage samples for trace counter tracks (`SimOutput::link_usage`).
   bool record_link_usage = false;
+  /// All-reduce algorithm, as NCCL_ALGO: automatic = NCCL's tuner (ring or tree, whichever the
+  /// model predicts faster; tree only across nodes), or forced ring / tree
+  /// (sim/network/collectives.h).
+  AllReduceAlgo nccl_algo = AllReduceAlgo::automatic;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
 };
@@ -54,6 +59,7 @@ struct SimOutput {
   report::Report report;
   std::vector<LinkUsageSample> link_usage;  ///< with record_link_usage, in time order
   std::uint64_t events = 0;                 ///< engine events handled
+  std::uint64_t tree_all_reduces = 0;       ///< all-reduce instances run as trees
 };
 
 /// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,

@@ -22,6 +22,7 @@ int collectives_command(const std::vector<std::string>& args) {
   std::string sizes = "8:16G";
   std::string profile_file;
   int ranks = 0;
+  std::string nccl_algo = "auto";
   po::options_description opts("Options");
   // clang-format off
   opts.add_options()
@@ -31,13 +32,15 @@ int collectives_command(const std::vector<std::string>& args) {
                             " [all_reduce]").c_str())
     ("sizes", po::value(&sizes), "MIN:MAX bytes, doubling, K/M/G = powers of 1024 [8:16G]")
     ("ranks", po::value(&ranks), "use the first N GPUs [all]")
+    ("nccl-algo", po::value(&nccl_algo), "all_reduce algorithm as NCCL_ALGO: auto (NCCL's tuner), "
+                                         "ring or tree [auto]")
     ("set", po::value(&spec.sets)->composing(), "KEY=VALUE topology override (repeatable)")
     ("profile", po::value(&profile_file), "calibration profile (tawexec calibrate)");
   // clang-format on
   std::vector<std::string> extra;
   if (auto status = parse_file_args(args, opts, "tawsim collectives",
                                     "Usage: tawsim collectives --topology T --op OP --sizes "
-                                    "MIN:MAX [--ranks N]\n\n"
+                                    "MIN:MAX [--ranks N] [--nccl-algo auto|ring|tree]\n\n"
                                     "Predicted nccl-tests table (size, count, time, algbw, busbw) "
                                     "of one collective.\n",
                                     extra)) {
@@ -54,6 +57,8 @@ int collectives_command(const std::vector<std::string>& args) {
   if (!request.ok()) return fail(request.error().at("--sizes", 0, 0, ""));
   request->op = op;
   request->ranks = ranks;
+  if (!sim::all_reduce_algo_from_name(nccl_algo, &request->all_reduce_algo))
+    return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + nccl_algo + "'"));
   std::optional<profile::Profile> profile;
   if (!profile_file.empty()) {
     auto p = profile::read_profile_file(profile_file);

@@ -61,6 +61,7 @@ struct Options {
   std::string format = "table";
   std::string profile_file;
   double sm_contention = 0.0;
+  std::string nccl_algo = "auto";
   int jobs = 0;
   std::string dot_file;
   bool print_topology = false;
@@ -178,6 +179,8 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
         make_error("--sm-contention must be in [0, 1), got " + std::to_string(o.sm_contention)));
   }
   options.sm_contention = o.sm_contention;
+  if (!sim::all_reduce_algo_from_name(o.nccl_algo, &options.nccl_algo))
+    return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + o.nccl_algo + "'"));
 
   if (!o.sweeps.empty()) {
     if (!o.report_file.empty() || !o.trace_file.empty()) {
@@ -266,7 +269,9 @@ int main_command(const std::vector<std::string>& args) {
     ("trace-ranks", po::value(&o.trace_ranks)->multitoken(), "keep only these ranks in traces")
     ("profile", po::value(&o.profile_file), "calibration profile (YAML from tawexec calibrate)")
     ("sm-contention", po::value(&o.sm_contention),
-     "compute slow-down while communication runs on the same GPU, e.g. 0.1 [0]");
+     "compute slow-down while communication runs on the same GPU, e.g. 0.1 [0]")
+    ("nccl-algo", po::value(&o.nccl_algo),
+     "all-reduce algorithm as NCCL_ALGO: auto (NCCL's tuner: ring or tree), ring, tree [auto]");
   po::options_description actions("Actions");
   actions.add_options()
     ("print-topology", po::bool_switch(&o.print_topology), "print a summary of the topology")

@@ -1,6 +1,9 @@
 #include "sim/network/collectives.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 #include <map>
 
 namespace tawpipe::sim {
@@ -10,13 +13,69 @@ std::size_t idx(std::int64_t v) {
   return static_cast<std::size_t>(v);
 }
 
+/// Parent of node index `i` in NCCL's binary tree over `n` indices (root 0, which has one
+/// child); -1 for the root. See the file comment of collectives.h.
+std::int32_t btree_parent(std::int32_t n, std::int32_t i) {
+  if (i == 0) return -1;
+  const std::int32_t low = i & -i;
+  const std::int32_t up = (i ^ low) | (low << 1);
+  return up < n ? up : i ^ low;
+}
+
+/// Parent of `i` in tree `t` (0: the binary tree; 1: its mirror for even n, its shift by one
+/// for odd n); -1 for the root.
+std::int32_t dtree_parent(std::int32_t n, std::int32_t t, std::int32_t i) {
+  if (t == 0) return btree_parent(n, i);
+  if (n % 2 == 1) {
+    const std::int32_t p = btree_parent(n, (i - 1 + n) % n);
+    return p < 0 ? -1 : (p + 1) % n;
+  }
+  const std::int32_t p = btree_parent(n, n - 1 - i);
+  return p < 0 ? -1 : n - 1 - p;
+}
+
 }  // namespace
 
+SimTime tree_latency_of(const TreeChannel& channel, double data_bytes) {
+  const double chunk = std::min(data_bytes, kChainChunkBytes);
+  return channel.latency + SimTime::ps(static_cast<std::int64_t>(
+                               std::ceil(chunk * channel.chunk_seconds_per_byte * 1e12)));
+}
+
+const char* name(AllReduceAlgo algo) {
+  switch (algo) {
+    case AllReduceAlgo::automatic:
+      return "auto";
+    case AllReduceAlgo::ring:
+      return "ring";
+    case AllReduceAlgo::tree:
+      return "tree";
+  }
+  return "?";
+}
+
+bool all_reduce_algo_from_name(std::string_view text, AllReduceAlgo* out) {
+  for (const AllReduceAlgo a :
+       {AllReduceAlgo::automatic, AllReduceAlgo::ring, AllReduceAlgo::tree}) {
+    const std::string_view n = name(a);
+    const bool same =
+        n.size() == text.size() && std::equal(n.begin(), n.end(), text.begin(), [](char x, char y) {
+          return x == std::tolower(static_cast<unsigned char>(y));
+        });
+    if (same) {
+      *out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
 CollectivePlanner::CollectivePlanner(const ir::Program& program, const topo::Topology& topology,
-                                     const NetworkModel& network)
+                                     const NetworkModel& network, AllReduceAlgo all_reduce)
     : program_(program),
       topology_(topology),
       network_(network),
+      all_reduce_(all_reduce),
       plans_(program.communicators.size()) {}
 
 const CommPlan& CollectivePlanner::plan(ir::CommId comm) {
@@ -41,6 +100,7 @@ CommPlan CollectivePlanner::build(ir::CommId comm) const {
       return topology_.local_index(gpu_of(a)) < topology_.local_index(gpu_of(b));
     });
   }
+  plan.nodes = static_cast<std::int32_t>(by_node.size());
   // Rings: one per rail when the communicator spans nodes (see the file comment).
   std::size_t rings = 1;
   std::map<topo::NodeId, std::vector<int>> rails;
@@ -105,11 +165,146 @@ CommPlan CollectivePlanner::build(ir::CommId comm) const {
   return plan;
 }
 
-void CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm, std::int32_t root_member,
-                                  std::vector<CollectiveTransfer>& out) {
+void CollectivePlanner::build_trees(ir::CommId comm, CommPlan& plan) const {
+  const std::vector<ir::Rank>& members = program_.communicators[idx(comm)].members;
+  const auto& placement = program_.header.placement;
+  const auto gpu_of = [&](std::int32_t pos) { return placement[idx(members[idx(pos)])]; };
+  const std::int32_t n = plan.nodes;
+  // Depth of the deeper of the two trees over the node indices.
+  std::int32_t depth = 0;
+  for (std::int32_t t = 0; t < 2; ++t) {
+    for (std::int32_t i = 0; i < n; ++i) {
+      std::int32_t d = 0;
+      for (std::int32_t j = dtree_parent(n, t, i); j >= 0; j = dtree_parent(n, t, j))
+        ++d;
+      depth = std::max(depth, d);
+    }
+  }
+  for (const Ring& ring : plan.rings) {
+    // The ring visits each node's members consecutively, starting at the member on its rail:
+    // those runs are the channel's chains, their first members the chain heads.
+    std::vector<std::size_t> begin;
+    for (std::size_t i = 0; i < ring.order.size(); ++i) {
+      if (i == 0 ||
+          topology_.node_of(gpu_of(ring.order[i])) != topology_.node_of(gpu_of(ring.order[i - 1])))
+        begin.push_back(i);
+    }
+    begin.push_back(ring.order.size());
+    TreeChannel ch;
+    SimTime intra_latency, inter_latency;
+    double intra_rate = std::numeric_limits<double>::infinity();
+    double inter_rate = std::numeric_limits<double>::infinity();
+    std::size_t longest_chain = 1;
+    const auto add_edge = [&](std::int32_t src, std::int32_t dst, bool inter_node) {
+      RingEdge e;
+      e.src = src;
+      e.dst = dst;
+      e.inter_node = inter_node;
+      e.link_offset = static_cast<std::uint32_t>(ch.links.size());
+      const auto route = topology_.route(gpu_of(src), gpu_of(dst));
+      ch.links.insert(ch.links.end(), route.begin(), route.end());
+      e.link_count = static_cast<std::uint32_t>(route.size());
+      SimTime& h = inter_node ? inter_latency : intra_latency;
+      h = std::max(h, network_.path_latency(route));
+      double& rate = inter_node ? inter_rate : intra_rate;
+      for (const topo::LinkId l : route)
+        rate = std::min(rate, network_.link_bytes_per_second(l));
+      ch.edges.push_back(e);
+    };
+    for (std::int32_t t = 0; t < 2; ++t) {
+      for (std::size_t node = 0; node + 1 < begin.size(); ++node) {
+        longest_chain = std::max(longest_chain, begin[node + 1] - begin[node]);
+        for (std::size_t i = begin[node] + 1; i < begin[node + 1]; ++i) {
+          add_edge(ring.order[i], ring.order[i - 1], false);  // up: reduce towards the head
+          add_edge(ring.order[i - 1], ring.order[i], false);  // down: broadcast
+        }
+      }
+      for (std::int32_t i = 0; i < n; ++i) {
+        const std::int32_t parent = dtree_parent(n, t, i);
+        if (parent < 0) continue;
+        const std::int32_t head = ring.order[begin[idx(i)]];
+        const std::int32_t parent_head = ring.order[begin[idx(parent)]];
+        add_edge(head, parent_head, true);
+        add_edge(parent_head, head, true);
+      }
+    }
+    const auto chain_edges = static_cast<std::int64_t>(longest_chain) - 1;
+    ch.latency = (intra_latency * chain_edges + inter_latency * depth) * 2;
+    ch.chunk_seconds_per_byte = 2.0 * (static_cast<double>(chain_edges) / intra_rate +
+                                       static_cast<double>(depth) / inter_rate);
+    plan.trees.push_back(std::move(ch));
+  }
+  std::vector<topo::LinkId> all;
+  for (const TreeChannel& ch : plan.trees)
+    all.insert(all.end(), ch.links.begin(), ch.links.end());
+  plan.tree_rate = alone_rate(all);
+  all.clear();
+  for (const Ring& ring : plan.rings)
+    all.insert(all.end(), ring.links.begin(), ring.links.end());
+  plan.ring_rate = alone_rate(all);
+  plan.trees_built = true;
+}
+
+double CollectivePlanner::alone_rate(std::span<const topo::LinkId> links) const {
+  // Alone on the network, the variable's rate is set by its most loaded link: capacity over
+  // the number of times the variable lists it.
+  std::vector<topo::LinkId> sorted(links.begin(), links.end());
+  std::sort(sorted.begin(), sorted.end());
+  double rate = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j < sorted.size() && sorted[j] == sorted[i])
+      ++j;
+    rate = std::min(rate, network_.link_bytes_per_second(sorted[i]) / static_cast<double>(j - i));
+    i = j;
+  }
+  return rate;
+}
+
+AllReduceAlgo CollectivePlanner::all_reduce_algo(ir::CommId comm, std::uint64_t bytes) {
+  if (all_reduce_ != AllReduceAlgo::automatic) return all_reduce_;
+  plan(comm);
+  CommPlan& p = *plans_[idx(comm)];
+  if (p.members < 2 || p.nodes < 2) return AllReduceAlgo::ring;
+  if (!p.trees_built) build_trees(comm, p);
+  // NCCL's tuner: per algorithm, latency + size / bandwidth; the faster wins, the ring on ties.
+  const double size = static_cast<double>(bytes);
+  const double channels = static_cast<double>(p.rings.size());
+  const double members = static_cast<double>(p.members);
+  SimTime ring_latency, tree_latency;
+  const double data = size / (2.0 * channels);
+  for (const Ring& r : p.rings)
+    ring_latency = std::max(ring_latency, r.hop_latency * (2 * (p.members - 1)));
+  for (const TreeChannel& ch : p.trees)
+    tree_latency = std::max(tree_latency, tree_latency_of(ch, data));
+  const double ring_time =
+      ring_latency.seconds() + 2.0 * (members - 1.0) / members * size / channels / p.ring_rate;
+  const double tree_time = tree_latency.seconds() + data / p.tree_rate;
+  return tree_time < ring_time ? AllReduceAlgo::tree : AllReduceAlgo::ring;
+}
+
+AllReduceAlgo CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm,
+                                           std::int32_t root_member,
+                                           std::vector<CollectiveTransfer>& out) {
   out.clear();
-  const CommPlan& p = plan(comm);
-  if (p.members < 2 || p.rings.empty()) return;
+  plan(comm);
+  CommPlan& p = *plans_[idx(comm)];
+  if (p.members < 2 || p.rings.empty()) return AllReduceAlgo::ring;
+  if (op.collective == ir::CollectiveKind::all_reduce &&
+      all_reduce_algo(comm, op.bytes) == AllReduceAlgo::tree) {
+    if (!p.trees_built) build_trees(comm, p);
+    const double data = static_cast<double>(op.bytes) / (2.0 * static_cast<double>(p.trees.size()));
+    for (const TreeChannel& ch : p.trees) {
+      CollectiveTransfer t;
+      t.links = ch.links;
+      t.bytes = data;
+      t.latency = tree_latency_of(ch, data);
+      t.edges = ch.edges;
+      t.data_bytes = data;
+      out.push_back(t);
+    }
+    return AllReduceAlgo::tree;
+  }
   const double members = static_cast<double>(p.members);
   const double per_ring = static_cast<double>(op.bytes) / static_cast<double>(p.rings.size());
   const std::int64_t steps = p.members - 1;
@@ -117,18 +312,20 @@ void CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm, std::int32_
   for (std::size_t k = 0; k < p.rings.size(); ++k) {
     const Ring& ring = p.rings[k];
     CollectiveTransfer t;
-    t.ring = &ring;
+    t.edges = ring.edges;
     switch (op.collective) {
       case ir::CollectiveKind::all_gather:
       case ir::CollectiveKind::reduce_scatter:
         t.links = ring.links;
         t.bytes = (members - 1.0) / members * per_ring;
         t.latency = ring.hop_latency * steps;
+        t.data_bytes = t.bytes;
         break;
       case ir::CollectiveKind::all_reduce:
         t.links = ring.links;
         t.bytes = 2.0 * (members - 1.0) / members * per_ring;
         t.latency = ring.hop_latency * (2 * steps);
+        t.data_bytes = t.bytes;
         break;
       case ir::CollectiveKind::broadcast:
       case ir::CollectiveKind::reduce: {
@@ -153,11 +350,13 @@ void CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm, std::int32_
         t.skipped_edge = static_cast<std::int32_t>(skip);
         t.bytes = per_ring + (members - 2.0) * std::min(per_ring, kChainChunkBytes);
         t.latency = ring.hop_latency * steps;
+        t.data_bytes = per_ring;
         break;
       }
     }
     out.push_back(t);
   }
+  return AllReduceAlgo::ring;
 }
 
 }  // namespace tawpipe::sim

@@ -70,7 +70,7 @@ class Executor {
         compute_(std::move(compute)),
         network_(engine_, topology, options.profile,
                  [this](std::uint64_t token) { on_transfer_done(token); }),
-        planner_(program, topology, network_) {
+        planner_(program, topology, network_, options.all_reduce_algo) {
     handler_ = engine_.add_handler([this](const Event& e) { on_event(e); });
     network_.record_usage(options.record_link_usage);
   }
@@ -478,22 +478,20 @@ void Executor::start_collective(std::uint32_t inst) {
   Instance& in = instances_[inst];
   const std::size_t first = idx(inst_ops_[in.ops_offset]);
   const ir::Op& op = op_at(first);
-  planner_.transfers(op, in.comm, in.root_member, scratch_transfers_);
+  if (planner_.transfers(op, in.comm, in.root_member, scratch_transfers_) == AllReduceAlgo::tree)
+    ++res_.tree_all_reduces;
   const auto& members = program_.communicators[idx(in.comm)].members;
-  const bool chain =
-      op.collective == ir::CollectiveKind::broadcast || op.collective == ir::CollectiveKind::reduce;
-  const double rings = static_cast<double>(scratch_transfers_.size());
-  // All rings of the collective form ONE solver variable (collectives.h): links shared by several
-  // rings get the summed coefficient, and the collective ends with its slowest ring.
+  // All rings (tree channels) of the collective form ONE solver variable (collectives.h): links
+  // used several times get the summed coefficient, and the collective ends with its slowest
+  // channel.
   scratch_links_.clear();
   SimTime latency;
   for (const CollectiveTransfer& t : scratch_transfers_) {
-    const double sent = chain ? static_cast<double>(op.bytes) / rings : t.bytes;
-    for (std::size_t e = 0; e < t.ring->edges.size(); ++e) {
+    for (std::size_t e = 0; e < t.edges.size(); ++e) {
       if (static_cast<std::int32_t>(e) == t.skipped_edge) continue;
-      const RingEdge& edge = t.ring->edges[e];
+      const RingEdge& edge = t.edges[e];
       auto& counter = edge.inter_node ? res_.inter_node_bytes_sent : res_.intra_node_bytes_sent;
-      counter[idx(members[idx(edge.src)])] += sent;
+      counter[idx(members[idx(edge.src)])] += t.data_bytes;
     }
     scratch_links_.insert(scratch_links_.end(), t.links.begin(), t.links.end());
     latency = std::max(latency, t.latency);

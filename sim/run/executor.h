@@ -27,6 +27,7 @@
 #include "common/topology/topology.h"
 #include "common/units.h"
 #include "sim/memory/memory_model.h"
+#include "sim/network/collectives.h"
 #include "sim/network/network_model.h"
 #include "sim/run/big_vector.h"
 
@@ -40,6 +41,8 @@ struct ExecOptions {
   double sm_contention = 0.0;
   MemoryOptions memory;
   bool record_link_usage = false;  ///< keep per-link usage samples (trace counter tracks)
+  /// All-reduce algorithm: NCCL's tuner (automatic) or forced (sim/network/collectives.h).
+  AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
 };
 
 /// Per-rank time accounting (definitions in common/report/report.h).
@@ -64,6 +67,7 @@ struct ExecutionResult {
   SimTime first_start;
   SimTime last_end;
   std::uint64_t events = 0;
+  std::uint64_t tree_all_reduces = 0;  ///< all-reduce instances run as trees
 };
 
 /// Runs `program` once. Errors: placement or dtype problems, unmatched sends/receives or

@@ -13,12 +13,13 @@ constexpr double kC = 300e9 * 0.91;
 constexpr double kH = 1e-6;
 
 CollectiveRow one_row(const topo::Topology& t, const std::string& op, std::uint64_t bytes,
-                      std::int32_t ranks = 0) {
+                      std::int32_t ranks = 0, AllReduceAlgo algo = AllReduceAlgo::automatic) {
   CollectiveTableRequest req;
   req.op = op;
   req.min_bytes = bytes;
   req.max_bytes = bytes;
   req.ranks = ranks;
+  req.all_reduce_algo = algo;
   auto rows = collectives_table(t, req);
   EXPECT_TRUE(rows.ok()) << (rows.ok() ? "" : rows.error().to_string());
   EXPECT_EQ(rows->size(), 1u);
@@ -95,6 +96,99 @@ TEST(Collectives, PaperClusterIsNicBound) {
   EXPECT_NEAR(row.busbw_gb_per_s, 1.25 * 0.85, 0.01);
 }
 
+// Sum of the one-way latencies along the route from GPU a to GPU b.
+double route_latency(const topo::Topology& t, topo::GpuId a, topo::GpuId b) {
+  double s = 0.0;
+  for (const topo::LinkId l : t.route(a, b))
+    s += t.links()[static_cast<std::size_t>(l)].latency.seconds();
+  return s;
+}
+
+// Tree all-reduce on 2 nodes of the paper cluster (16 ranks, one 10 GbE NIC per node, NIC
+// effective bandwidth C = 1.25 GB/s x 0.85; one channel). Each node is a chain of m = 8 GPUs
+// headed by GPU 0; the double binary tree over 2 nodes is node 0 -> node 1 (tree 0) and its
+// mirror node 1 -> node 0 (tree 1), depth d = 1. Each tree carries D = S/2. Node 0's NIC sends
+// tree 0's broadcast down and tree 1's reduction up: coefficient 2, the bottleneck (NVSwitch
+// edges: at most 4 x D per 273 GB/s GPU port; PCIe: 2 x D per 25.6 GB/s): rate C/2.
+// Latency 2 (7 h_i + h_n) with h_i = 1 us (two NVSwitch hops of 500 ns) and h_n the GPU 0 ->
+// GPU 8 route latency, plus one chunk c = min(D, 512 KiB) along the longest path:
+// 2 c (7 / C_nvswitch + 1 / C). S = 1 MiB: D = c = 512 KiB:
+//   t = 2 (7 us + h_n) + 2 c (7 / C_nvswitch + 1 / C) + S / C.
+TEST(Collectives, TreeAllReduceOnTwoNodes) {
+  const topo::Topology t = testing::shipped("3x8-a100");
+  const double c = 1.25e9 * 0.85;
+  const double hn = route_latency(t, 0, 8);
+  const double s = 1 << 20;
+  const double chunk = 512.0 * 1024;
+  const CollectiveRow row = one_row(t, "all_reduce", 1 << 20, 16, AllReduceAlgo::tree);
+  EXPECT_EQ(row.algo, AllReduceAlgo::tree);
+  EXPECT_NEAR(row.time.seconds(), 2 * (7 * kH + hn) + 2 * chunk * (7 / kC + 1 / c) + s / c, 3e-12);
+  // The ring for comparison: 16 ranks, one ring; its inter-node edges run exit member ->
+  // entry member (h_i) -> next node's entry member (h_n): h = h_i + h_n, 30 steps, and each
+  // NIC direction carries one edge of 2 (15/16) S: t = 30 (h_i + h_n) + (15/8) S / C.
+  const CollectiveRow ring = one_row(t, "all_reduce", 1 << 20, 16, AllReduceAlgo::ring);
+  EXPECT_EQ(ring.algo, AllReduceAlgo::ring);
+  EXPECT_NEAR(ring.time.seconds(), 30 * (kH + hn) + 15.0 / 8.0 * s / c, 2e-12);
+  // NCCL's tuner (automatic) picks the faster one: the tree.
+  const CollectiveRow tuned = one_row(t, "all_reduce", 1 << 20, 16);
+  EXPECT_EQ(tuned.algo, AllReduceAlgo::tree);
+  EXPECT_EQ(tuned.time, row.time);
+  // Large messages on 2 nodes: the tree sends S per NIC direction, the ring (15/8) S, so the
+  // tree stays ahead (NVIDIA/nccl issue 946: on two nodes the tree goes up to ~2x the network
+  // speed) and its bus bandwidth exceeds the NIC's: 2 (15/16) S / (S / C) = 1.875 C.
+  const CollectiveRow big = one_row(t, "all_reduce", 1ull << 30, 16);
+  EXPECT_EQ(big.algo, AllReduceAlgo::tree);
+  EXPECT_GT(big.busbw_gb_per_s, 1.8 * c / 1e9);
+}
+
+// Four nodes of H100s with 8 NDR rails: 8 channels; tree 0 over the nodes is 0 <- 2 <- {1, 3},
+// its mirror 3 <- 1 <- {0, 2}. Node 2's rail-r NIC sends 3 D in tree 0 (up to 0, down to 1 and
+// 3) and D in tree 1 (a leaf): 4 D = 2 S / 8 per direction, against the ring's 2 (31/32) S / 8:
+// the ring wins large messages (and has no pipeline fill), while small messages pay the
+// latency: 62 steps for the ring, 2 (7 + 2) edges for the tree.
+TEST(Collectives, TunerPicksTreeForSmallAndRingForLargeOnFourNodes) {
+  const topo::Topology t = testing::shipped("4x8-h100-ndr");
+  for (const std::uint64_t small : {8ull, 64ull << 10}) {
+    const CollectiveRow tuned = one_row(t, "all_reduce", small, 32);
+    const CollectiveRow ring = one_row(t, "all_reduce", small, 32, AllReduceAlgo::ring);
+    EXPECT_EQ(tuned.algo, AllReduceAlgo::tree) << small;
+    EXPECT_LT(tuned.time, ring.time) << small;
+  }
+  const CollectiveRow tuned = one_row(t, "all_reduce", 4ull << 30, 32);
+  const CollectiveRow tree = one_row(t, "all_reduce", 4ull << 30, 32, AllReduceAlgo::tree);
+  EXPECT_EQ(tuned.algo, AllReduceAlgo::ring);
+  EXPECT_LT(tuned.time, tree.time);
+  // The tree's bandwidth term: 4 D per NIC at rate C_nic: t -> 2 S / (8 C_nic), i.e. a bus
+  // bandwidth of 2 (31/32) S / t -> (31/32) 8 C_nic: within 5 % of the ring's 8 C_nic.
+  EXPECT_NEAR(tree.busbw_gb_per_s, tuned.busbw_gb_per_s, 0.05 * tuned.busbw_gb_per_s);
+}
+
+// On one node the tuner keeps the ring (NCCL's tree is a chain there); forcing the tree runs the
+// chain: 8 GPUs, 7 edges up and down, no inter-node part; D = S/2 per tree; a middle GPU's port
+// sends up and down in both trees: 4 D at C_nvswitch. Latency 2 x 7 h plus one 512 KiB chunk
+// over the 14 edges: t = 14 h + 14 x 512 KiB / C + 4 D / C.
+TEST(Collectives, OneNodeAllReduceStaysRing) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  EXPECT_EQ(one_row(t, "all_reduce", 8).algo, AllReduceAlgo::ring);
+  EXPECT_EQ(one_row(t, "all_reduce", 1ull << 30).algo, AllReduceAlgo::ring);
+  const double s = 64 << 20;
+  const CollectiveRow chain = one_row(t, "all_reduce", 64 << 20, 0, AllReduceAlgo::tree);
+  EXPECT_EQ(chain.algo, AllReduceAlgo::tree);
+  EXPECT_NEAR(chain.time.seconds(), 14 * kH + 14 * 512.0 * 1024 / kC + 4 * (s / 2) / kC, 3e-12);
+}
+
+TEST(Collectives, AllReduceAlgoNames) {
+  AllReduceAlgo a = AllReduceAlgo::automatic;
+  EXPECT_TRUE(all_reduce_algo_from_name("Tree", &a));
+  EXPECT_EQ(a, AllReduceAlgo::tree);
+  EXPECT_TRUE(all_reduce_algo_from_name("ring", &a));
+  EXPECT_EQ(a, AllReduceAlgo::ring);
+  EXPECT_TRUE(all_reduce_algo_from_name("auto", &a));
+  EXPECT_EQ(a, AllReduceAlgo::automatic);
+  EXPECT_FALSE(all_reduce_algo_from_name("collnet", &a));
+  EXPECT_STREQ(name(AllReduceAlgo::tree), "tree");
+}
+
 TEST(Collectives, TableShapeAndSizes) {
   const topo::Topology t = testing::shipped("dgx-a100");
   auto req = parse_size_range("8:1K");
@@ -106,10 +200,11 @@ TEST(Collectives, TableShapeAndSizes) {
   EXPECT_EQ(rows->back().size_bytes, 1024u);
   EXPECT_EQ(rows->back().count, 256u);
   const std::string text = format_collectives_table(t, *req, *rows);
-  EXPECT_NE(
-      text.find("#       size         count      type   redop    root     time   algbw   busbw"),
-      std::string::npos);
+  EXPECT_NE(text.find("#       size         count      type   redop    root     time   algbw   "
+                      "busbw  algo\n"),
+            std::string::npos);
   EXPECT_NE(text.find("        1024           256     float     sum      -1"), std::string::npos);
+  EXPECT_NE(text.find("  ring\n"), std::string::npos);
   EXPECT_FALSE(parse_size_range("16G:8").ok());
   EXPECT_FALSE(parse_size_range("abc").ok());
   req->op = "allgather";
