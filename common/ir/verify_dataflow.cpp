@@ -161,7 +161,7 @@ Check Dataflow::transfer(Rank send_rank, OpIndex send_op, Rank recv_rank, OpInde
   return std::nullopt;
 }
 
-Check Dataflow::collective(const std::vector<std::pair<Rank, OpIndex>>& ops) {
+Check Dataflow::collective(std::span<const std::pair<Rank, OpIndex>> ops) {
   const auto m = static_cast<std::int32_t>(ops.size());
   const auto op_of = [&](std::size_t k) -> const Op& {
     return program_.ranks[static_cast<std::size_t>(ops[k].first)]

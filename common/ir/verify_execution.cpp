@@ -8,12 +8,14 @@
 // posted; a send/recv completes with its matched partner once both are posted; a collective
 // instance completes when its last member arrives (O(members), once per instance). A completed op
 // is queued; popping it wakes the heads of its rank that wait for it and, when its head group is
-// done, advances its stream. Every op and dependency edge is touched O(1) times, plus O(streams)
-// per op to find the next op of a stream and the heads to wake; the only per-op memory is one
-// state byte (and the matching's partner table). Ops left unfinished at the end form a
-// deadlock; following "waits for" edges from the first one finds the cycle that the error
-// reports.
+// done, advances its stream to the next op of the stream (precomputed per op). Every op and
+// dependency edge is touched O(1) times, plus O(streams) per completion while heads of its rank
+// wait; per op the execution keeps a state byte and that successor index. Ops left unfinished at
+// the end form a deadlock; following "waits for" edges from the first one finds the cycle that the
+// error reports.
+#include <algorithm>
 #include <deque>
+#include <span>
 #include <unordered_map>
 
 #include "common/ir/text.h"
@@ -32,16 +34,26 @@ class Execution {
     arrivals_.assign(m.instance_first.empty() ? 0 : m.instance_first.size() - 1, 0);
     heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
     waiting_.assign(static_cast<std::size_t>(p.num_ranks()), 0);
-  }
-
-  Check run(bool* deadlock) {
-    for (Rank r = 0; r < p_.num_ranks(); ++r) {
-      for (std::size_t s = 0; s < p_.streams.size(); ++s) {
+    // Per op, the next op of the same stream (one backward pass per rank; streams are few).
+    next_same_.resize(static_cast<std::size_t>(n.total()));
+    std::vector<OpIndex> next(p.streams.size());
+    for (Rank r = 0; r < p.num_ranks(); ++r) {
+      const auto& ops = rank(r).ops;
+      std::fill(next.begin(), next.end(), static_cast<OpIndex>(ops.size()));
+      for (auto i = static_cast<OpIndex>(ops.size()) - 1; i >= 0; --i) {
+        OpIndex& slot = next[ops[static_cast<std::size_t>(i)].stream];
+        next_same_[static_cast<std::size_t>(n.global(r, i))] = slot;
+        slot = i;
+      }
+      for (std::size_t s = 0; s < p.streams.size(); ++s) {
         Head& h = head(r, static_cast<StreamId>(s));
-        h.cursor = next_of_stream(r, static_cast<StreamId>(s), 0);
+        h.cursor = next[s];
         h.end = h.cursor;
       }
     }
+  }
+
+  Check run(bool* deadlock) {
     for (Rank r = 0; r < p_.num_ranks(); ++r)
       for (std::size_t s = 0; s < p_.streams.size(); ++s)
         activate(r, static_cast<StreamId>(s));
@@ -79,15 +91,6 @@ class Execution {
   }
   State& state(GlobalOp g) { return state_[static_cast<std::size_t>(g)]; }
   State& state(Rank r, OpIndex i) { return state(n_.global(r, i)); }
-
-  // The first op at or after `from` on stream `s` of rank `r`, or the rank's op count.
-  OpIndex next_of_stream(Rank r, StreamId s, OpIndex from) const {
-    const auto& ops = rank(r).ops;
-    auto i = static_cast<std::size_t>(from);
-    while (i < ops.size() && ops[i].stream != s)
-      ++i;
-    return static_cast<OpIndex>(i);
-  }
 
   // Makes the group starting at the stream's cursor its head and starts its dependency scan.
   void activate(Rank r, StreamId s) {
@@ -165,11 +168,9 @@ class Execution {
         const auto first = static_cast<std::size_t>(m_.instance_first[inst]);
         const auto size = static_cast<std::size_t>(m_.instance_first[inst + 1]) - first;
         if (static_cast<std::size_t>(++arrivals_[inst]) < size) return;
-        members_.clear();
-        for (std::size_t k = first; k < first + size; ++k)
-          members_.push_back(n_.local(m_.instance_ops[k]));
-        if (dataflow_) record(dataflow_->collective(members_));
-        for (const auto& [mr, mi] : members_)
+        const auto members = std::span(m_.instance_ops).subspan(first, size);
+        if (dataflow_) record(dataflow_->collective(members));
+        for (const auto& [mr, mi] : members)
           done(mr, mi);
         return;
       }
@@ -193,7 +194,7 @@ class Execution {
     const StreamId s = rank(r).ops[static_cast<std::size_t>(i)].stream;
     Head& h = head(r, s);
     if (--h.remaining == 0) {
-      h.cursor = next_of_stream(r, s, h.end);
+      h.cursor = next_same_[static_cast<std::size_t>(n_.global(r, h.end - 1))];
       activate(r, s);
     }
   }
@@ -236,7 +237,8 @@ class Execution {
         if (op.kind == OpKind::collective) {
           const auto inst = static_cast<std::size_t>(m_.link[static_cast<std::size_t>(g)]);
           for (auto k = m_.instance_first[inst]; k < m_.instance_first[inst + 1]; ++k) {
-            const GlobalOp x = m_.instance_ops[static_cast<std::size_t>(k)];
+            const auto [xr, xi] = m_.instance_ops[static_cast<std::size_t>(k)];
+            const GlobalOp x = n_.global(xr, xi);
             if (state(x) < kPosted) return {x, "waits for the member to reach the collective"};
           }
           return {g, "?"};
@@ -286,12 +288,12 @@ class Execution {
   const OpNumbering& n_;
   const Matching& m_;
   Dataflow* dataflow_;
-  std::vector<State> state_;                       ///< per global op
-  std::vector<std::int32_t> arrivals_;             ///< per collective instance
-  std::vector<Head> heads_;                        ///< per (rank, stream)
-  std::vector<std::int32_t> waiting_;              ///< per rank: heads waiting for a dependency
-  std::deque<std::pair<Rank, OpIndex>> queue_;     ///< completed, not yet propagated
-  std::vector<std::pair<Rank, OpIndex>> members_;  ///< scratch: a collective's members
+  std::vector<State> state_;                    ///< per global op
+  std::vector<std::int32_t> arrivals_;          ///< per collective instance
+  std::vector<Head> heads_;                     ///< per (rank, stream)
+  std::vector<std::int32_t> waiting_;           ///< per rank: heads waiting for a dependency
+  std::deque<std::pair<Rank, OpIndex>> queue_;  ///< completed, not yet propagated
+  std::vector<OpIndex> next_same_;  ///< per global op: next op of its rank and stream, or size
   Check first_dataflow_failure_;
 };
 

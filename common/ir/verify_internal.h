@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,10 @@ struct OpNumbering {
 struct Matching {
   /// Per global op: send/recv: global index of the partner; collective: instance id; else -1.
   std::vector<GlobalOp> link;
-  /// Collective instances: members' global op indices, in communicator member order, at
+  /// Collective instances: members' (rank, op), in communicator member order, at
   /// instance_ops[instance_first[i] .. instance_first[i + 1]).
   std::vector<std::int32_t> instance_first;
-  std::vector<GlobalOp> instance_ops;
+  std::vector<std::pair<Rank, OpIndex>> instance_ops;
 };
 
 /// Stage 1. Everything later may rely on what this establishes (ids, offsets, enums in range).
@@ -72,7 +73,7 @@ class Dataflow {
   /// A matched send/recv pair moves its data.
   Check transfer(Rank send_rank, OpIndex send_op, Rank recv_rank, OpIndex recv_op);
   /// A collective instance runs; `ops` are the members' (rank, op) in member order.
-  Check collective(const std::vector<std::pair<Rank, OpIndex>>& ops);
+  Check collective(std::span<const std::pair<Rank, OpIndex>> ops);
   /// Checks after a complete execution (every owned weight updated).
   Check finish();
 

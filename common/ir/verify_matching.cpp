@@ -157,8 +157,9 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
       const auto instance = static_cast<GlobalOp>(m->instance_first.size());
       m->instance_first.push_back(static_cast<std::int32_t>(m->instance_ops.size()));
       for (std::size_t mi = 0; mi < lists.size(); ++mi) {
-        m->instance_ops.push_back(lists[mi][k]);
-        m->link[static_cast<std::size_t>(lists[mi][k])] = instance;
+        const GlobalOp g = lists[mi][k];
+        m->instance_ops.emplace_back(members[mi], g - numbering.global(members[mi], 0));
+        m->link[static_cast<std::size_t>(g)] = instance;
       }
     }
     for (std::size_t mi = 0; mi < lists.size(); ++mi) {

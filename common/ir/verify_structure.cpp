@@ -77,6 +77,8 @@ class StructureChecker {
  private:
   Check communicators() {
     std::vector<std::int64_t> seen(static_cast<std::size_t>(p_.num_ranks()), -1);
+    comms_of_.resize(static_cast<std::size_t>(p_.num_ranks()));
+    own_comm_.assign(p_.communicators.size(), 0);
     for (std::size_t c = 0; c < p_.communicators.size(); ++c) {
       const Communicator& comm = p_.communicators[c];
       const std::string where =
@@ -90,6 +92,7 @@ class StructureChecker {
           return Failure{where + "rank " + str(m) + " listed twice", kNone, kNone, {}};
         s = static_cast<std::int64_t>(c);
         member_.insert(key(static_cast<CommId>(c), m));
+        comms_of_[static_cast<std::size_t>(m)].push_back(static_cast<CommId>(c));
       }
     }
     return std::nullopt;
@@ -100,7 +103,22 @@ class StructureChecker {
   }
   bool is_member(CommId c, Rank r) const { return member_.count(key(c, r)) != 0; }
 
+  // Marks the communicators `r` belongs to in own_comm_ while its ops are checked.
+  struct OwnComms {
+    StructureChecker& c;
+    Rank r;
+    OwnComms(StructureChecker& checker, Rank rank) : c(checker), r(rank) { set(1); }
+    ~OwnComms() { set(0); }
+    OwnComms(const OwnComms&) = delete;
+    OwnComms& operator=(const OwnComms&) = delete;
+    void set(char v) {
+      for (CommId id : c.comms_of_[static_cast<std::size_t>(r)])
+        c.own_comm_[static_cast<std::size_t>(id)] = v;
+    }
+  };
+
   Check rank(Rank r) {
+    const OwnComms own(*this, r);
     const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
     std::unordered_set<std::string_view> names;
     for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
@@ -174,7 +192,7 @@ class StructureChecker {
     const auto comm_ok = [&]() -> Check {
       if (op.comm < 0 || static_cast<std::size_t>(op.comm) >= p_.communicators.size())
         return fail("communicator " + str(op.comm) + " out of range");
-      if (!is_member(op.comm, r))
+      if (!own_comm_[static_cast<std::size_t>(op.comm)])  // r is the rank being checked
         return fail("r" + str(r) + " is not a member of communicator '" +
                     p_.communicators[static_cast<std::size_t>(op.comm)].name + "'");
       return std::nullopt;
@@ -282,7 +300,9 @@ class StructureChecker {
   }
 
   const Program& p_;
-  std::unordered_set<std::uint64_t> member_;
+  std::unordered_set<std::uint64_t> member_;   ///< (communicator, rank) pairs
+  std::vector<std::vector<CommId>> comms_of_;  ///< per rank: its communicators
+  std::vector<char> own_comm_;                 ///< per communicator: has the checked rank
 };
 
 }  // namespace
