@@ -182,8 +182,7 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
                                Bytes(full_bytes), src, piece_buf, deps.span());
         e.builder().compute(r, s_rs, ComputeKind::accumulate, dst.layer_begin, dst.layer_end,
                             ir::kNone, acc_cost, {piece_buf}, {dst.grad});
-        if (transient) e.free(r, s_rs, piece_buf);
-        last_rs = e.free(r, s_rs, src);
+        last_rs = transient ? e.free(r, s_rs, {piece_buf, src}) : e.free(r, s_rs, src);
       };
 
       gather(0);
@@ -203,22 +202,20 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
                     c_emb_f, {w}, {act[0]}, deps.span());
           e.free(r, compute, w);
         } else if (u.unit == ir::kEmbeddingLayer) {
-          e.alloc(r, compute, agrad[static_cast<std::size_t>(L)]);
-          e.alloc(r, compute, gfull_emb);
+          e.alloc(r, compute, {agrad[static_cast<std::size_t>(L)], gfull_emb});
           b.compute(r, compute, ComputeKind::head, ir::kEmbeddingLayer, 0, sample, c_head,
                     {w, act[static_cast<std::size_t>(L)]},
                     {agrad[static_cast<std::size_t>(L)], gfull_emb}, deps.span());
-          e.free(r, compute, act[static_cast<std::size_t>(L)]);
-          e.free(r, compute, w);
+          e.free(r, compute, {act[static_cast<std::size_t>(L)], w});
         } else if (!u.backward) {
           const auto l = static_cast<std::size_t>(u.unit);
-          e.alloc(r, compute, act[l + 1]);
           OpIndex fwd_op = ir::kNone;
           if (stash_bytes) {
-            e.alloc(r, compute, stash[l]);
+            e.alloc(r, compute, {act[l + 1], stash[l]});
             fwd_op = b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
                                {w, act[l]}, {act[l + 1], stash[l]}, deps.span());
           } else {
+            e.alloc(r, compute, act[l + 1]);
             fwd_op = b.compute(r, compute, ComputeKind::forward, u.unit, u.unit + 1, sample, c_fwd,
                                {w, act[l]}, {act[l + 1]}, deps.span());
           }
@@ -228,8 +225,7 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
           const ir::BufferId g = gfull[backward_count % 2];
           const ir::BufferId gp = gpiece[backward_count % 2];
           ++backward_count;
-          e.alloc(r, compute, agrad[l]);
-          e.alloc(r, compute, g);
+          e.alloc(r, compute, {agrad[l], g});
           const OpIndex bwd =
               stash_bytes
                   ? b.compute(r, compute, ComputeKind::backward, u.unit, u.unit + 1, sample, c_bwd,
@@ -237,9 +233,12 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
                   : b.compute(r, compute, ComputeKind::backward, u.unit, u.unit + 1, sample, c_bwd,
                               {w, act[l], agrad[l + 1]}, {agrad[l], g}, deps.span());
           full_reader[w == full[0] ? 0 : 1] = bwd;
-          e.free(r, compute, act[l]);
-          e.free(r, compute, agrad[l + 1]);
-          if (stash_bytes) e.free(r, compute, stash[l]);
+          // Everything the backward consumed is released at once.
+          if (stash_bytes) {
+            e.free(r, compute, {act[l], agrad[l + 1], stash[l]});
+          } else {
+            e.free(r, compute, {act[l], agrad[l + 1]});
+          }
           reduce_scatter(bwd, g, gp, own[l], layer_full, c_acc_layer);
           last_compute = bwd;
           if (u.unit == 0) {
