@@ -18,7 +18,9 @@
 // pieces only. With dp > 1 (hybrid sharding, FSDP's HYBRID_SHARD) the gradient pieces are first
 // all-reduced among the ranks holding the same piece in every replica.
 #include <string>
+#include <vector>
 
+#include "common/parallel.h"
 #include "schedules/detail.h"
 #include "schedules/schedule.h"
 
@@ -90,16 +92,28 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
   for (std::int32_t l = L - 1; l >= 0; --l)
     uses.push_back({l, true});
 
+  // Communicators first (replica d's sharding group; with hybrid sharding, the group of each
+  // piece across replicas), so that ranks can then be emitted in parallel.
+  std::vector<ir::CommId> shard_comms(static_cast<std::size_t>(ctx.dp));
+  std::vector<ir::CommId> piece_comms(static_cast<std::size_t>(R), ir::kNone);
   for (std::int32_t d = 0; d < ctx.dp; ++d) {
-    const ir::Rank base = d * R;
     std::vector<ir::Rank> members(static_cast<std::size_t>(R));
     for (std::int32_t i = 0; i < R; ++i)
-      members[static_cast<std::size_t>(i)] = base + i;
-    const ir::CommId shard_comm = e.builder().communicator(
+      members[static_cast<std::size_t>(i)] = d * R + i;
+    shard_comms[static_cast<std::size_t>(d)] = e.builder().communicator(
         ctx.dp == 1 ? std::string("world") : "replica" + std::to_string(d), members);
+    if (d == 0 && ctx.dp > 1) {
+      for (std::int32_t p = 0; p < R; ++p)
+        piece_comms[static_cast<std::size_t>(p)] = detail::replica_peers(e, ctx, R, p, "piece");
+    }
+  }
 
-    for (std::int32_t p = 0; p < R; ++p) {
-      const ir::Rank r = base + p;
+  // Everything one rank emits; touches only that rank's state once the shared tables exist.
+  const auto emit_rank = [&](const ir::Rank r) {
+    {
+      const std::int32_t d = r / R;
+      const std::int32_t p = r % R;
+      const ir::CommId shard_comm = shard_comms[static_cast<std::size_t>(d)];
       std::vector<detail::Owned> own(static_cast<std::size_t>(L));
       for (std::int32_t l = 0; l < L; ++l) {
         own[static_cast<std::size_t>(l)] = detail::declare_owned(
@@ -255,7 +269,7 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
       // Hybrid sharding: all-reduce each piece across replicas, then AdamW on own pieces.
       std::vector<OpIndex> synced(static_cast<std::size_t>(L + 1), last_rs);
       if (ctx.dp > 1) {
-        const ir::CommId dpc = detail::replica_peers(e, ctx, R, p, "piece");
+        const ir::CommId dpc = piece_comms[static_cast<std::size_t>(p)];
         for (std::int32_t l = 0; l <= L; ++l) {
           const detail::Owned& o = l < L ? own[static_cast<std::size_t>(l)] : emb;
           synced[static_cast<std::size_t>(l)] =
@@ -268,7 +282,14 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
                                Deps{synced[static_cast<std::size_t>(l)], last_compute});
       }
     }
-  }
+  };
+  // Rank 0 creates every cost; the other ranks only look them up, so they can run in parallel
+  // (each rank's ops are emitted in order by one thread: the program does not depend on it).
+  emit_rank(0);
+  e.builder().freeze_shared_tables(true);
+  parallel_for(1, ctx.world, resolve_threads(input.threads),
+               [&](std::int64_t r, int) { emit_rank(static_cast<ir::Rank>(r)); });
+  e.builder().freeze_shared_tables(false);
   return std::move(e).finish();
 }
 

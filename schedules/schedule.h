@@ -46,6 +46,9 @@ struct ScheduleInput {
   std::map<std::string, std::string> options;
   std::string topology_name;  ///< copied into the program header
   std::string topology_hash;  ///< copied into the program header
+  /// Threads a generator may use to emit ranks in parallel (0: the machine's hardware threads).
+  /// The program does not depend on it.
+  int threads = 0;
 };
 
 /// A generator: builds the program or explains why it cannot.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 #include <utility>
+#include "common/memory.h"
 
 namespace tawpipe::ir {
 
@@ -24,6 +25,7 @@ StreamId ProgramBuilder::stream(std::string_view stream_name) {
   for (std::size_t i = 0; i < program_.streams.size(); ++i) {
     if (program_.streams[i] == stream_name) return static_cast<StreamId>(i);
   }
+  assert(!frozen_ && "stream created while the shared tables are frozen");
   assert(program_.streams.size() < 256 && "too many streams for StreamId");
   program_.streams.emplace_back(stream_name);
   return static_cast<StreamId>(program_.streams.size() - 1);
@@ -40,6 +42,7 @@ CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> mem
 #endif
   auto it = comm_index_.find(members);
   if (it != comm_index_.end()) return it->second;
+  assert(!frozen_ && "communicator created while the shared tables are frozen");
   const auto id = static_cast<CommId>(program_.communicators.size());
   comm_index_.emplace(members, id);
   program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
@@ -56,6 +59,7 @@ CostId ProgramBuilder::cost(const Cost& c) {
 #endif
   auto it = cost_index_.find(c);
   if (it != cost_index_.end()) return it->second;
+  assert(!frozen_ && "cost created while the shared tables are frozen");
   const auto id = static_cast<CostId>(program_.costs.size());
   cost_index_.emplace(c, id);
   program_.costs.push_back(c);
@@ -63,6 +67,7 @@ CostId ProgramBuilder::cost(const Cost& c) {
 }
 
 std::int32_t ProgramBuilder::new_group() {
+  assert(!frozen_ && "group created while the shared tables are frozen");
   return next_group_++;
 }
 
@@ -129,19 +134,26 @@ OpIndex ProgramBuilder::push(Rank rank, Op op, std::span<const BufferId> op_read
   for (BufferId b : op_writes)
     r.buffer_pool.push_back(b);
   r.ops.push_back(op);
-  largest_ops_ = std::max(largest_ops_, r.ops.size());
-  largest_deps_ = std::max(largest_deps_, r.dep_pool.size());
-  largest_buffer_refs_ = std::max(largest_buffer_refs_, r.buffer_pool.size());
+  raise(largest_ops_, r.ops.size());
+  raise(largest_deps_, r.dep_pool.size());
+  raise(largest_buffer_refs_, r.buffer_pool.size());
   return index;
+}
+
+void ProgramBuilder::raise(std::atomic<std::size_t>& largest, std::size_t value) {
+  std::size_t seen = largest.load(std::memory_order_relaxed);
+  while (value > seen && !largest.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
 }
 
 void ProgramBuilder::reserve_like_largest(RankProgram& r) const {
   // Ranks of one schedule have programs of similar length (SPMD), and generators mostly emit
   // rank after rank: sizing a fresh rank like the largest so far avoids the repeated
   // grow-and-copy of its vectors, which dominated generation time at 1024 ranks.
-  r.ops.reserve(largest_ops_);
-  r.dep_pool.reserve(largest_deps_);
-  r.buffer_pool.reserve(largest_buffer_refs_);
+  // Pre-faulted: the rank will fill them (see common/memory.h for what a page fault costs).
+  reserve_prefaulted(r.ops, largest_ops_.load(std::memory_order_relaxed));
+  reserve_prefaulted(r.dep_pool, largest_deps_.load(std::memory_order_relaxed));
+  reserve_prefaulted(r.buffer_pool, largest_buffer_refs_.load(std::memory_order_relaxed));
 }
 
 OpIndex ProgramBuilder::compute(Rank rank, StreamId stream_id, ComputeKind kind,

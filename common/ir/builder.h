@@ -3,8 +3,15 @@
 /// deduplicates costs and communicators, hands out group ids, and asserts on misuse that is a
 /// generator bug (unknown rank or buffer, dependency on a later op). Whether the resulting program
 /// is *correct* is the verifier's job, not the builder's.
+///
+/// Concurrency: the calls that name a rank (buffer, compute, send, recv, collective, copy, alloc,
+/// free, next_op) touch only that rank's state, so several threads may emit for *different*
+/// ranks at once, provided none of them meanwhile creates a stream, communicator, cost or group.
+/// A generator that does so creates those tables first and brackets the parallel part with
+/// freeze_shared_tables(true/false); in debug builds a creation while frozen asserts.
 #pragma once
 
+#include <atomic>
 #include <initializer_list>
 #include <map>
 #include <span>
@@ -58,6 +65,10 @@ class ProgramBuilder {
   OpIndex free(Rank rank, StreamId stream, std::span<const BufferId> buffers,
                std::span<const OpIndex> deps = {});
 
+  /// While frozen, stream/communicator/cost may only look up existing entries and new_group
+  /// must not be called (see the concurrency note above).
+  void freeze_shared_tables(bool frozen) { frozen_ = frozen; }
+
   /// Number of ops emitted so far on `rank` (the index the next op will get).
   OpIndex next_op(Rank rank) const;
   /// Read access while building (e.g. to look up a buffer's size).
@@ -86,11 +97,15 @@ class ProgramBuilder {
 
   /// Reserves `r`'s vectors at the sizes of the largest rank so far.
   void reserve_like_largest(RankProgram& r) const;
+  /// largest = max(largest, value), safe against concurrent emitters.
+  static void raise(std::atomic<std::size_t>& largest, std::size_t value);
 
   Program program_;
-  std::size_t largest_ops_ = 0;
-  std::size_t largest_deps_ = 0;
-  std::size_t largest_buffer_refs_ = 0;
+  // Sizes of the largest rank so far (a sizing hint; updated by concurrent emitters).
+  std::atomic<std::size_t> largest_ops_{0};
+  std::atomic<std::size_t> largest_deps_{0};
+  std::atomic<std::size_t> largest_buffer_refs_{0};
+  bool frozen_ = false;
   std::int32_t next_group_ = 0;
   std::map<std::vector<Rank>, CommId> comm_index_;
   std::map<Cost, CostId, CostLess> cost_index_;

@@ -4,6 +4,7 @@
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
+#include "common/parallel.h"
 
 namespace tawpipe::ir {
 namespace detail {
@@ -33,14 +34,22 @@ std::pair<Rank, OpIndex> OpNumbering::local(GlobalOp global_index) const {
 
 namespace {
 
-// Counts and program-order peak memory. Precondition: the structure check passed.
-VerifyStats statistics(const Program& program) {
-  VerifyStats s;
-  for (const RankProgram& rp : program.ranks) {
+// Counts and program-order peak memory, ranks in parallel (integer sums: the result does not
+// depend on the thread count). Precondition: the structure check passed.
+VerifyStats statistics(const Program& program, int threads) {
+  const auto ranks = static_cast<std::size_t>(program.num_ranks());
+  const int workers = std::min(threads, program.num_ranks());
+  std::vector<VerifyStats> partial(static_cast<std::size_t>(workers));
+  VerifyStats out;
+  out.persistent_bytes.resize(ranks);
+  out.peak_live_bytes.resize(ranks);
+  parallel_for(0, program.num_ranks(), workers, [&](std::int64_t r, int w) {
+    VerifyStats& s = partial[static_cast<std::size_t>(w)];
+    const RankProgram& rp = program.ranks[static_cast<std::size_t>(r)];
     std::uint64_t live = 0;
     for (const Buffer& b : rp.buffers)
       if (b.persistent) live += b.size.count();
-    s.persistent_bytes.emplace_back(live);
+    out.persistent_bytes[static_cast<std::size_t>(r)] = Bytes(live);
     std::uint64_t peak = live;
     std::vector<bool> allocated(rp.buffers.size(), false);
     for (const Op& op : rp.ops) {
@@ -67,9 +76,18 @@ VerifyStats statistics(const Program& program) {
         workspace = program.costs[static_cast<std::size_t>(op.cost)].workspace_bytes;
       peak = std::max(peak, live + workspace);
     }
-    s.peak_live_bytes.emplace_back(peak);
+    out.peak_live_bytes[static_cast<std::size_t>(r)] = Bytes(peak);
+  });
+  for (const VerifyStats& s : partial) {
+    out.total_ops += s.total_ops;
+    for (std::size_t k = 0; k < out.ops_by_kind.size(); ++k) {
+      out.ops_by_kind[k] += s.ops_by_kind[k];
+      out.bytes_by_kind[k] += s.bytes_by_kind[k];
+    }
+    for (std::size_t k = 0; k < out.collective_bytes.size(); ++k)
+      out.collective_bytes[k] += s.collective_bytes[k];
   }
-  return s;
+  return out;
 }
 
 VerifyResult failed(VerifyResult result, VerifyStage stage, detail::Failure f) {
@@ -102,20 +120,22 @@ const char* name(VerifyStage stage) {
 
 VerifyResult verify(const Program& program, const VerifyOptions& options) {
   VerifyResult result;
-  if (detail::Check c = detail::check_structure(program))
+  const int threads = resolve_threads(options.threads);
+  if (detail::Check c = detail::check_structure(program, threads))
     return failed(std::move(result), VerifyStage::structure, std::move(*c));
-  result.stats = statistics(program);
+  result.stats = statistics(program, threads);
   const detail::OpNumbering numbering(program);
   detail::Matching matching;
   if (detail::Check c = detail::match(program, numbering, &matching))
     return failed(std::move(result), VerifyStage::matching, std::move(*c));
   std::optional<detail::Dataflow> dataflow;
-  if (!options.skip_dataflow) dataflow.emplace(program);
+  if (!options.skip_dataflow) dataflow.emplace(program, threads);
   // Samples are checked first, but reported after a deadlock (the documented stage order).
   detail::Check prepared = dataflow ? dataflow->prepare() : std::nullopt;
   bool deadlock = false;
-  detail::Check c = detail::execute(program, numbering, matching,
-                                    prepared || !dataflow ? nullptr : &*dataflow, &deadlock);
+  detail::Check c =
+      detail::execute(program, numbering, matching, prepared || !dataflow ? nullptr : &*dataflow,
+                      &deadlock, threads);
   if (c) {
     return failed(std::move(result), deadlock ? VerifyStage::deadlock : VerifyStage::dataflow,
                   std::move(*c));

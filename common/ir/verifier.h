@@ -32,6 +32,9 @@ struct VerifyOptions {
   /// Skip the symbolic dataflow check (test-only escape hatch for executor tests that run
   /// deliberately incomplete programs). Structure, matching and deadlock checks still run.
   bool skip_dataflow = false;
+  /// Threads for the per-rank stages (structure, statistics); 0: the machine's hardware
+  /// threads. The result does not depend on it.
+  int threads = 0;
 };
 
 /// Counts gathered while verifying.

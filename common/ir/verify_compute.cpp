@@ -134,11 +134,11 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
   // Classify operands by role and check the counts.
   std::array<Operands, kSlots> in, out;
   for (BufferId b : reads(rp, op)) {
-    const std::size_t s = slot_of(rp.buffers[static_cast<std::size_t>(b)].role);
+    const std::size_t s = slot_of(state(rank, b).role);
     if (s < kSlots) in[s].push_back(b);
   }
   for (BufferId b : writes(rp, op)) {
-    const std::size_t s = slot_of(rp.buffers[static_cast<std::size_t>(b)].role);
+    const std::size_t s = slot_of(state(rank, b).role);
     if (s < kSlots) out[s].push_back(b);
   }
   const Shape shape = shape_of(op.compute);

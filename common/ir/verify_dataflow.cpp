@@ -11,6 +11,7 @@
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
+#include "common/parallel.h"
 
 namespace tawpipe::ir::detail {
 namespace {
@@ -43,17 +44,19 @@ std::uint64_t contribution_key(std::int32_t sample, std::int32_t layer, std::uin
   return splitmix64(h ^ source);
 }
 
-Dataflow::Dataflow(const Program& program) : program_(program) {
+Dataflow::Dataflow(const Program& program, int threads) : program_(program) {
   buffers_.resize(program.ranks.size());
-  for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+  parallel_for(0, program.num_ranks(), threads, [&](std::int64_t i, int) {
+    const auto r = static_cast<std::size_t>(i);
     const auto& bufs = program.ranks[r].buffers;
     buffers_[r].resize(bufs.size());
     for (std::size_t b = 0; b < bufs.size(); ++b) {
+      buffers_[r][b].role = bufs[b].role;
       if (!bufs[b].persistent) continue;
       buffers_[r][b].live = true;
       buffers_[r][b].content.ref = bufs[b].initial;
     }
-  }
+  });
 }
 
 Check Dataflow::prepare() {
@@ -102,9 +105,8 @@ std::uint64_t Dataflow::expected_count(std::int32_t begin, std::int32_t end) con
   return n * static_cast<std::uint64_t>(end - begin);
 }
 
-Check Dataflow::require_live(Rank rank, OpIndex index, BufferId buffer, const char* verb) {
+Check Dataflow::dead_buffer(Rank rank, OpIndex index, BufferId buffer, const char* verb) {
   const BufferState& s = state(rank, buffer);
-  if (s.live) return std::nullopt;
   const std::string& bname =
       program_.ranks[static_cast<std::size_t>(rank)].buffers[static_cast<std::size_t>(buffer)].name;
   return fail_at(
@@ -172,6 +174,16 @@ Check Dataflow::collective(std::span<const std::pair<Rank, OpIndex>> ops) {
   };
   const auto send_buf = [&](std::size_t k) { return reads(rp_of(k), op_of(k))[0]; };
   const auto recv_buf = [&](std::size_t k) { return writes(rp_of(k), op_of(k))[0]; };
+  // The members' ops, buffer lists and buffer states lie in as many ranks' tables, far apart:
+  // request them level by level so that the cache misses of all members overlap.
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    __builtin_prefetch(&op_of(k));
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    __builtin_prefetch(rp_of(k).buffer_pool.data() + op_of(k).buffers_offset);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    __builtin_prefetch(&state(ops[k].first, send_buf(k)));
+    __builtin_prefetch(&state(ops[k].first, recv_buf(k)));
+  }
   const Op& first = op_of(0);
   const CollectiveKind kind = first.collective;
   const Rank root = first.peer;

@@ -20,6 +20,8 @@
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
+#include "common/memory.h"
+#include "common/parallel.h"
 
 namespace tawpipe::ir::detail {
 namespace {
@@ -28,16 +30,20 @@ enum State : std::uint8_t { kIdle, kAtHead, kPosted, kDone, kPropagated };
 
 class Execution {
  public:
-  Execution(const Program& p, const OpNumbering& n, const Matching& m, Dataflow* dataflow)
+  Execution(const Program& p, const OpNumbering& n, const Matching& m, Dataflow* dataflow,
+            int threads)
       : p_(p), n_(n), m_(m), dataflow_(dataflow) {
+    reserve_prefaulted(state_, static_cast<std::size_t>(n.total()));
     state_.assign(static_cast<std::size_t>(n.total()), kIdle);
     arrivals_.assign(m.instance_first.empty() ? 0 : m.instance_first.size() - 1, 0);
     heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
     waiting_.assign(static_cast<std::size_t>(p.num_ranks()), 0);
     // Per op, the next op of the same stream (one backward pass per rank; streams are few).
+    reserve_prefaulted(next_same_, static_cast<std::size_t>(n.total()));
     next_same_.resize(static_cast<std::size_t>(n.total()));
-    std::vector<OpIndex> next(p.streams.size());
-    for (Rank r = 0; r < p.num_ranks(); ++r) {
+    parallel_for(0, p.num_ranks(), threads, [&](std::int64_t ri, int) {
+      const auto r = static_cast<Rank>(ri);
+      std::vector<OpIndex> next(p_.streams.size());
       const auto& ops = rank(r).ops;
       std::fill(next.begin(), next.end(), static_cast<OpIndex>(ops.size()));
       for (auto i = static_cast<OpIndex>(ops.size()) - 1; i >= 0; --i) {
@@ -45,12 +51,12 @@ class Execution {
         next_same_[static_cast<std::size_t>(n.global(r, i))] = slot;
         slot = i;
       }
-      for (std::size_t s = 0; s < p.streams.size(); ++s) {
+      for (std::size_t s = 0; s < p_.streams.size(); ++s) {
         Head& h = head(r, static_cast<StreamId>(s));
         h.cursor = next[s];
         h.end = h.cursor;
       }
-    }
+    });
   }
 
   Check run(bool* deadlock) {
@@ -300,9 +306,9 @@ class Execution {
 }  // namespace
 
 Check execute(const Program& program, const OpNumbering& numbering, const Matching& matching,
-              Dataflow* dataflow, bool* deadlock) {
+              Dataflow* dataflow, bool* deadlock, int threads) {
   *deadlock = false;
-  Execution e(program, numbering, matching, dataflow);
+  Execution e(program, numbering, matching, dataflow, threads);
   return e.run(deadlock);
 }
 

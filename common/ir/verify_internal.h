@@ -52,7 +52,8 @@ struct Matching {
 };
 
 /// Stage 1. Everything later may rely on what this establishes (ids, offsets, enums in range).
-Check check_structure(const Program& program);
+/// Checks ranks on up to `threads` threads; the result does not depend on the count.
+Check check_structure(const Program& program, int threads);
 /// Stage 2.
 Check match(const Program& program, const OpNumbering& numbering, Matching* matching);
 
@@ -60,12 +61,12 @@ class Dataflow;
 /// Stages 3 and 4: runs the logical execution; with `dataflow` non-null, evaluates contents in
 /// the completion order. Returns the deadlock if there is one, else the first dataflow failure.
 Check execute(const Program& program, const OpNumbering& numbering, const Matching& matching,
-              Dataflow* dataflow, bool* deadlock);
+              Dataflow* dataflow, bool* deadlock, int threads);
 
 /// Stage 4's state and rules (verify_dataflow.cpp).
 class Dataflow {
  public:
-  explicit Dataflow(const Program& program);
+  Dataflow(const Program& program, int threads);
   /// Checks run before execution (duplicate samples).
   Check prepare();
   /// A local op (compute, copy, alloc, free) runs.
@@ -85,6 +86,7 @@ class Dataflow {
   struct BufferState {
     Content content;
     bool live = false;
+    BufferRole role = BufferRole::workspace;  ///< copy of the buffer's role (hot in compute)
     OpIndex freed_by = kNone;
     OpIndex updated_by = kNone;  ///< first optimizer op that updated it
   };
@@ -92,7 +94,12 @@ class Dataflow {
  private:
   Check compute(Rank rank, OpIndex index);
   Check optimizer(Rank rank, OpIndex index);
-  Check require_live(Rank rank, OpIndex index, BufferId buffer, const char* verb);
+  /// Fails unless `buffer` is live (inline: it runs for every operand of every op).
+  Check require_live(Rank rank, OpIndex index, BufferId buffer, const char* verb) {
+    if (state(rank, buffer).live) return std::nullopt;
+    return dead_buffer(rank, index, buffer, verb);
+  }
+  Check dead_buffer(Rank rank, OpIndex index, BufferId buffer, const char* verb);
   BufferState& state(Rank rank, BufferId buffer) {
     return buffers_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
   }

@@ -7,6 +7,7 @@
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
+#include "common/memory.h"
 
 namespace tawpipe::ir::detail {
 namespace {
@@ -42,20 +43,24 @@ std::string collective_difference(const Op& got, const Op& want) {
 }  // namespace
 
 Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
+  reserve_prefaulted(m->link, static_cast<std::size_t>(numbering.total()));
   m->link.assign(static_cast<std::size_t>(numbering.total()), -1);
   std::unordered_map<std::uint64_t, Channel> channels;
-  // Collective lists per (communicator, member index).
-  std::vector<std::vector<std::vector<GlobalOp>>> colls(p.communicators.size());
-  std::unordered_map<std::uint64_t, std::int32_t> member_index;
+  // Collective lists per (communicator, member index): the member's op indices.
+  std::vector<std::vector<std::vector<OpIndex>>> colls(p.communicators.size());
+  std::vector<std::vector<std::pair<CommId, std::int32_t>>> positions(p.ranks.size());
   for (std::size_t c = 0; c < p.communicators.size(); ++c) {
     const auto& members = p.communicators[c].members;
     colls[c].resize(members.size());
     for (std::size_t i = 0; i < members.size(); ++i)
-      member_index[channel_key(static_cast<CommId>(c), members[i], 0)] =
-          static_cast<std::int32_t>(i);
+      positions[static_cast<std::size_t>(members[i])].emplace_back(static_cast<CommId>(c),
+                                                                   static_cast<std::int32_t>(i));
   }
+  std::vector<std::int32_t> position(p.communicators.size(), -1);  // of the current rank
   for (Rank r = 0; r < p.num_ranks(); ++r) {
     const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
+    for (const auto& [c, i] : positions[static_cast<std::size_t>(r)])
+      position[static_cast<std::size_t>(c)] = i;
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const Op& op = rp.ops[i];
       const GlobalOp g = numbering.global(r, static_cast<OpIndex>(i));
@@ -63,9 +68,10 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
         channels[channel_key(op.comm, r, op.peer)].sends.push_back(g);
       } else if (op.kind == OpKind::recv) {
         channels[channel_key(op.comm, op.peer, r)].recvs.push_back(g);
-      } else if (op.kind == OpKind::collective) {
-        const std::int32_t mi = member_index.at(channel_key(op.comm, r, 0));
-        colls[static_cast<std::size_t>(op.comm)][static_cast<std::size_t>(mi)].push_back(g);
+      } else if (op.kind == OpKind::collective) {  // structure: r is a member
+        const std::int32_t mi = position[static_cast<std::size_t>(op.comm)];
+        colls[static_cast<std::size_t>(op.comm)][static_cast<std::size_t>(mi)].push_back(
+            static_cast<OpIndex>(i));
       }
     }
   }
@@ -131,35 +137,47 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
   // Collectives, per communicator and instance.
   m->instance_first.clear();
   m->instance_ops.clear();
+  std::size_t collective_ops = 0;
+  for (const auto& lists : colls)
+    for (const auto& l : lists)
+      collective_ops += l.size();
+  reserve_prefaulted(m->instance_ops, collective_ops);
   for (std::size_t c = 0; c < p.communicators.size(); ++c) {
     const auto& lists = colls[c];
     const auto& members = p.communicators[c].members;
+    // The k-th collective of member mi.
+    const auto coll = [&](std::size_t mi, std::size_t k) -> const Op& {
+      return p.ranks[static_cast<std::size_t>(members[mi])]
+          .ops[static_cast<std::size_t>(lists[mi][k])];
+    };
+    const auto coll_global = [&](std::size_t mi, std::size_t k) {
+      return numbering.global(members[mi], lists[mi][k]);
+    };
     std::size_t fewest = lists[0].size();
     for (const auto& l : lists)
       fewest = std::min(fewest, l.size());
     for (std::size_t k = 0; k < fewest; ++k) {
       // Reference: member 0, unless members 1 and 2 agree with each other against it.
       std::size_t ref = 0;
-      if (lists.size() >= 3 && !same_collective(op_at(lists[0][k]), op_at(lists[1][k])) &&
-          same_collective(op_at(lists[1][k]), op_at(lists[2][k])))
+      if (lists.size() >= 3 && !same_collective(coll(0, k), coll(1, k)) &&
+          same_collective(coll(1, k), coll(2, k)))
         ref = 1;
-      const Op& want = op_at(lists[ref][k]);
+      const Op& want = coll(ref, k);
       for (std::size_t mi = 0; mi < lists.size(); ++mi) {
-        const Op& got = op_at(lists[mi][k]);
+        const Op& got = coll(mi, k);
         if (!same_collective(got, want)) {
-          const auto [r, i] = numbering.local(lists[mi][k]);
-          return fail_at(p, r, i,
+          return fail_at(p, members[mi], lists[mi][k],
                          "collective number " + str(static_cast<std::int64_t>(k) + 1) + " on '" +
                              p.communicators[c].name + "' disagrees with " +
-                             describe(lists[ref][k]) + ": " + collective_difference(got, want));
+                             describe(coll_global(ref, k)) + ": " +
+                             collective_difference(got, want));
         }
       }
       const auto instance = static_cast<GlobalOp>(m->instance_first.size());
       m->instance_first.push_back(static_cast<std::int32_t>(m->instance_ops.size()));
       for (std::size_t mi = 0; mi < lists.size(); ++mi) {
-        const GlobalOp g = lists[mi][k];
-        m->instance_ops.emplace_back(members[mi], g - numbering.global(members[mi], 0));
-        m->link[static_cast<std::size_t>(g)] = instance;
+        m->instance_ops.emplace_back(members[mi], lists[mi][k]);
+        m->link[static_cast<std::size_t>(coll_global(mi, k))] = instance;
       }
     }
     for (std::size_t mi = 0; mi < lists.size(); ++mi) {
@@ -167,8 +185,7 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
       std::size_t short_member = 0;
       while (lists[short_member].size() != fewest)
         ++short_member;
-      const auto [r, i] = numbering.local(lists[mi][fewest]);
-      return fail_at(p, r, i,
+      return fail_at(p, members[mi], lists[mi][fewest],
                      "collective number " + str(static_cast<std::int64_t>(fewest) + 1) + " on '" +
                          p.communicators[c].name + "' has no counterpart on r" +
                          str(members[short_member]) + ", which issues only " +

@@ -1,12 +1,15 @@
 // Stage 1 of the verifier: structure. Establishes everything the later stages index with
 // without checking again: ids, pool offsets and enum values in range, dependencies backwards,
 // groups consecutive on one stream, membership, and buffer sizes against op bytes.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string_view>
 #include <unordered_set>
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
+#include "common/parallel.h"
 
 namespace tawpipe::ir::detail {
 namespace {
@@ -30,7 +33,7 @@ bool is_embedding_kind(ComputeKind k) {
 
 class StructureChecker {
  public:
-  explicit StructureChecker(const Program& p) : p_(p) {}
+  StructureChecker(const Program& p, int threads) : p_(p), threads_(threads) {}
 
   Check run() {
     if (p_.num_ranks() <= 0) return Failure{"program has no ranks", kNone, kNone, {}};
@@ -68,9 +71,25 @@ class StructureChecker {
             kNone,
             {}};
     }
-    for (Rank r = 0; r < p_.num_ranks(); ++r) {
-      if (Check c = rank(r)) return c;
-    }
+    // Ranks are independent here: check them in parallel; report the first failing rank's
+    // first failure, as a serial check would.
+    const int workers = std::min(threads_, p_.num_ranks());
+    std::vector<std::vector<char>> own(static_cast<std::size_t>(workers),
+                                       std::vector<char>(p_.communicators.size(), 0));
+    std::vector<Check> failure(static_cast<std::size_t>(p_.num_ranks()));
+    std::atomic<Rank> first_failed{p_.num_ranks()};
+    parallel_for(0, p_.num_ranks(), workers, [&](std::int64_t i, int w) {
+      const auto r = static_cast<Rank>(i);
+      if (r > first_failed.load(std::memory_order_relaxed)) return;  // cannot be reported
+      Check c = rank(r, own[static_cast<std::size_t>(w)]);
+      if (!c) return;
+      failure[static_cast<std::size_t>(r)] = std::move(c);
+      Rank seen = first_failed.load(std::memory_order_relaxed);
+      while (r < seen && !first_failed.compare_exchange_weak(seen, r, std::memory_order_relaxed)) {
+      }
+    });
+    const Rank r = first_failed.load();
+    if (r < p_.num_ranks()) return std::move(failure[static_cast<std::size_t>(r)]);
     return std::nullopt;
   }
 
@@ -78,7 +97,6 @@ class StructureChecker {
   Check communicators() {
     std::vector<std::int64_t> seen(static_cast<std::size_t>(p_.num_ranks()), -1);
     comms_of_.resize(static_cast<std::size_t>(p_.num_ranks()));
-    own_comm_.assign(p_.communicators.size(), 0);
     for (std::size_t c = 0; c < p_.communicators.size(); ++c) {
       const Communicator& comm = p_.communicators[c];
       const std::string where =
@@ -103,22 +121,23 @@ class StructureChecker {
   }
   bool is_member(CommId c, Rank r) const { return member_.count(key(c, r)) != 0; }
 
-  // Marks the communicators `r` belongs to in own_comm_ while its ops are checked.
+  // Marks the communicators rank `r` belongs to in `table` (one per worker, indexed by
+  // communicator) while its ops are checked.
   struct OwnComms {
-    StructureChecker& c;
-    Rank r;
-    OwnComms(StructureChecker& checker, Rank rank) : c(checker), r(rank) { set(1); }
+    const std::vector<CommId>& comms;
+    std::vector<char>& table;
+    OwnComms(const std::vector<CommId>& c, std::vector<char>& t) : comms(c), table(t) { set(1); }
     ~OwnComms() { set(0); }
     OwnComms(const OwnComms&) = delete;
     OwnComms& operator=(const OwnComms&) = delete;
     void set(char v) {
-      for (CommId id : c.comms_of_[static_cast<std::size_t>(r)])
-        c.own_comm_[static_cast<std::size_t>(id)] = v;
+      for (CommId id : comms)
+        table[static_cast<std::size_t>(id)] = v;
     }
   };
 
-  Check rank(Rank r) {
-    const OwnComms own(*this, r);
+  Check rank(Rank r, std::vector<char>& own_table) {
+    const OwnComms own(comms_of_[static_cast<std::size_t>(r)], own_table);
     const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
     std::unordered_set<std::string_view> names;
     for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
@@ -170,13 +189,14 @@ class StructureChecker {
         if (op.group != kNone && rp.ops[static_cast<std::size_t>(d)].group == op.group)
           return fail("dependency on #" + str(d) + " of its own group");
       }
-      if (Check c = kind_specific(r, index, op, fail)) return c;
+      if (Check c = kind_specific(r, index, op, own_table, fail)) return c;
     }
     return std::nullopt;
   }
 
   template <class Fail>
-  Check kind_specific(Rank r, OpIndex index, const Op& op, const Fail& fail) {
+  Check kind_specific(Rank r, OpIndex index, const Op& op, const std::vector<char>& own_comm,
+                      const Fail& fail) {
     const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
     const auto buffer_size = [&](std::uint32_t k) {
       return rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset + k])]
@@ -192,7 +212,7 @@ class StructureChecker {
     const auto comm_ok = [&]() -> Check {
       if (op.comm < 0 || static_cast<std::size_t>(op.comm) >= p_.communicators.size())
         return fail("communicator " + str(op.comm) + " out of range");
-      if (!own_comm_[static_cast<std::size_t>(op.comm)])  // r is the rank being checked
+      if (!own_comm[static_cast<std::size_t>(op.comm)])  // r is the rank being checked
         return fail("r" + str(r) + " is not a member of communicator '" +
                     p_.communicators[static_cast<std::size_t>(op.comm)].name + "'");
       return std::nullopt;
@@ -302,13 +322,13 @@ class StructureChecker {
   const Program& p_;
   std::unordered_set<std::uint64_t> member_;   ///< (communicator, rank) pairs
   std::vector<std::vector<CommId>> comms_of_;  ///< per rank: its communicators
-  std::vector<char> own_comm_;                 ///< per communicator: has the checked rank
+  int threads_ = 1;
 };
 
 }  // namespace
 
-Check check_structure(const Program& program) {
-  return StructureChecker(program).run();
+Check check_structure(const Program& program, int threads) {
+  return StructureChecker(program, threads).run();
 }
 
 }  // namespace tawpipe::ir::detail

@@ -118,6 +118,24 @@ TEST(Verifier, MultiBufferAllocAndFree) {
   }
 }
 
+// The per-rank stages run on several threads; a structure failure on two ranks is still
+// reported for the first rank, whatever the thread count.
+TEST(Verifier, FirstFailingRankWhateverTheThreadCount) {
+  Program p = testing::pipeline_program();
+  for (RankProgram& rp : p.ranks)
+    rp.ops[0].stream = 9;  // unknown stream on every rank
+  for (const int threads : {1, 2, 5}) {
+    VerifyOptions options;
+    options.threads = threads;
+    const VerifyResult v = verify(p, options);
+    ASSERT_FALSE(v.ok);
+    EXPECT_EQ(v.stage, VerifyStage::structure);
+    EXPECT_EQ(v.rank, 0) << "threads=" << threads;
+    EXPECT_EQ(v.op, 0);
+    EXPECT_THAT(v.message, HasSubstr("unknown stream 9"));
+  }
+}
+
 TEST(Verifier, MissingRecv) {
   const Program good = testing::pipeline_program();
   const Program p = delete_op(good, 1, find_op(good, 1, is_kind(OpKind::recv), 1));

@@ -31,6 +31,30 @@ TEST(Schedules, FsdpVerifies) {
   expect_verifies("fsdp", small_input(1, 3, 5, 2));
 }
 
+// Generation and verification may use several threads; the program and the verdict must not
+// depend on how many.
+TEST(Schedules, ThreadCountDoesNotChangeTheProgram) {
+  for (const std::int32_t dp : {1, 2}) {
+    ScheduleInput in = small_input(4, 2, 4, 2, dp);
+    in.threads = 1;
+    const ir::Program serial = must_generate("fsdp", in);
+    for (const int threads : {2, 3, 8}) {
+      in.threads = threads;
+      const ir::Program parallel = must_generate("fsdp", in);
+      EXPECT_TRUE(parallel == serial) << "dp=" << dp << " threads=" << threads;
+      ir::VerifyOptions options;
+      options.threads = threads;
+      const ir::VerifyResult a = ir::verify(parallel, options);
+      EXPECT_TRUE(a.ok) << a.message;
+      options.threads = 1;
+      const ir::VerifyResult b = ir::verify(parallel, options);
+      EXPECT_EQ(a.stats.total_ops, b.stats.total_ops);
+      EXPECT_EQ(a.stats.ops_by_kind, b.stats.ops_by_kind);
+      EXPECT_EQ(a.stats.peak_live_bytes, b.stats.peak_live_bytes);
+    }
+  }
+}
+
 TEST(Schedules, OneFOneBRejectsUnevenLayers) {
   auto p = generate("1f1b", small_input(2, 3, 4, 4));
   ASSERT_FALSE(p.ok());
