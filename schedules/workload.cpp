@@ -183,6 +183,7 @@ ScheduleInput schedule_input(const Workload& workload, const ScheduleVariant& va
     in.options[k] = v;
   in.topology_name = t.name();
   in.topology_hash = t.content_hash();
+  in.threads = workload.threads;
   return in;
 }
 

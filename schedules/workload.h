@@ -43,6 +43,9 @@ struct Workload {
   std::int32_t dp = 1;
   /// Options per schedule name, from `--set SCHEDULE.KEY=VALUE`.
   std::map<std::string, std::map<std::string, std::string>> schedule_options;
+  /// Threads a generator may use (ScheduleInput::threads; 0: all hardware threads). Sweeps that
+  /// already run points in parallel set 1.
+  int threads = 0;
 };
 
 /// A method to run with its own options: `tawpipe`, or `tawpipe[overlap=off,groups=2]`.

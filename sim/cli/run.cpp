@@ -171,6 +171,7 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
       spec.sets.push_back(k + "=" + v);
     auto w = schedules::resolve_workload(spec);
     if (!w.ok()) return std::move(w).error();
+    if (jobs > 1) w->threads = 1;  // the points already keep the cores busy
     workloads.push_back(std::move(*w));
   }
 
