@@ -1,6 +1,7 @@
 #include "common/ir/verifier.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
@@ -125,13 +126,26 @@ VerifyResult verify(const Program& program, const VerifyOptions& options) {
     return failed(std::move(result), VerifyStage::structure, std::move(*c));
   result.stats = statistics(program, threads);
   const detail::OpNumbering numbering(program);
+  // Matching and the dataflow's set-up are independent: with two or more threads they run
+  // side by side. A matching failure is still reported first.
   detail::Matching matching;
-  if (detail::Check c = detail::match(program, numbering, &matching))
-    return failed(std::move(result), VerifyStage::matching, std::move(*c));
+  detail::Check unmatched;
   std::optional<detail::Dataflow> dataflow;
-  if (!options.skip_dataflow) dataflow.emplace(program, threads);
-  // Samples are checked first, but reported after a deadlock (the documented stage order).
-  detail::Check prepared = dataflow ? dataflow->prepare() : std::nullopt;
+  detail::Check prepared;  // samples are checked first, but reported after a deadlock
+  const auto set_up_dataflow = [&](int dataflow_threads) {
+    if (options.skip_dataflow) return;
+    dataflow.emplace(program, dataflow_threads);
+    prepared = dataflow->prepare();
+  };
+  if (threads > 1) {
+    std::thread matcher([&] { unmatched = detail::match(program, numbering, &matching); });
+    set_up_dataflow(threads - 1);
+    matcher.join();
+  } else {
+    unmatched = detail::match(program, numbering, &matching);
+    if (!unmatched) set_up_dataflow(1);
+  }
+  if (unmatched) return failed(std::move(result), VerifyStage::matching, std::move(*unmatched));
   bool deadlock = false;
   detail::Check c =
       detail::execute(program, numbering, matching, prepared || !dataflow ? nullptr : &*dataflow,
