@@ -8,12 +8,15 @@
 
 #include "common/io.h"
 #include "common/topology/loader.h"
+#include "exec/cli_support.h"
 #include "exec/host/calibrate.h"
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
 #include "exec/cuda/cuda_run.h"
 #endif
 
 namespace tawpipe::exec::host {
+
+using cli::kCalibrate;
 
 int calibrate_main(int argc, char** argv) {
   namespace po = boost::program_options;
@@ -33,17 +36,12 @@ int calibrate_main(int argc, char** argv) {
     ("seconds", po::value(&o.seconds_per_figure), "measuring time per figure [0.2]")
     ("output,o", po::value(&output), "write the profile YAML to FILE [-: standard output]");
   // clang-format on
-  auto fail = [&](const std::string& message) {
-    if (rank == 0) std::cerr << "tawexec calibrate: " << message << "\n";
-    MPI_Finalize();
-    return 2;
-  };
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return fail(std::string(e.what()) + " (see tawexec calibrate --help)");
+    return kCalibrate.usage_error(std::string(e.what()) + " (see tawexec calibrate --help)");
   }
   if (vm.count("help")) {
     if (rank == 0) {
@@ -56,32 +54,32 @@ int calibrate_main(int argc, char** argv) {
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
     return cuda::calibrate_main(argc, argv);
 #else
-    return fail("CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
+    return kCalibrate.usage_error(
+        "CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
 #endif
   }
-  if (backend != "host") return fail("--backend must be host or cuda, got '" + backend + "'");
+  if (backend != "host")
+    return kCalibrate.usage_error("--backend must be host or cuda, got '" + backend + "'");
   auto path = topo::resolve_topology(topology);
-  if (!path.ok()) return fail(path.error().to_string());
+  if (!path.ok()) return kCalibrate.usage_error(path.error().to_string());
   auto topo = topo::load_topology_file(*path);
-  if (!topo.ok()) return fail(topo.error().to_string());
+  if (!topo.ok()) return kCalibrate.usage_error(topo.error().to_string());
   o.device_kind = topo->device(0).name;
   CalibrateExtras extras;
   auto profile = calibrate_host(o, &extras);
-  if (!profile.ok()) return fail(profile.error().to_string());
+  if (!profile.ok()) return kCalibrate.usage_error(profile.error().to_string());
   int status = 0;
   if (rank == 0) {
     Status s = write_text_file(output, profile::write_profile_yaml(*profile));
     if (!s.ok()) {
-      std::cerr << "tawexec calibrate: " << s.error().to_string() << "\n";
-      status = 2;
+      kCalibrate.say(s.error().to_string());
+      status = cli::kExitUsage;
     }
     if (extras.ranks >= 2) {
-      std::cerr << fmt::format(
-          "tawexec calibrate: all-reduce bus bandwidth over {} ranks: "
-          "{:.2f} GB/s (4 MiB)\n",
-          extras.ranks, extras.allreduce_bus_bandwidth / 1e9);
+      kCalibrate.say(fmt::format("all-reduce bus bandwidth over {} ranks: {:.2f} GB/s (4 MiB)",
+                                 extras.ranks, extras.allreduce_bus_bandwidth / 1e9));
     } else {
-      std::cerr << "tawexec calibrate: one rank: no MPI figures (run under mpirun -np 2)\n";
+      kCalibrate.say("one rank: no MPI figures (run under mpirun -np 2)");
     }
   }
   MPI_Finalize();

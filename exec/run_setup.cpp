@@ -1,5 +1,6 @@
 #include "exec/run_setup.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/ir/json.h"
@@ -58,6 +59,18 @@ Expected<PreparedRun> prepare_run(const ProgramOptions& o) {
                       "): " + v.message);
   }
   return run;
+}
+
+std::vector<std::int32_t> program_samples(const ir::Program& program) {
+  std::vector<std::int32_t> s;
+  for (const ir::RankProgram& rp : program.ranks) {
+    for (const ir::Op& op : rp.ops) {
+      if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward)
+        s.push_back(op.sample);
+    }
+  }
+  std::sort(s.begin(), s.end());
+  return s;
 }
 
 }  // namespace tawpipe::exec

@@ -38,4 +38,8 @@ struct PreparedRun {
 /// and verifies it. Errors are one line (file:line:col where they come from a file).
 Expected<PreparedRun> prepare_run(const ProgramOptions& options);
 
+/// The micro-batch ids the program embeds (its embedding_forward ops over all ranks), sorted:
+/// the global batch of one iteration, as the reference trainer replays it.
+std::vector<std::int32_t> program_samples(const ir::Program& program);
+
 }  // namespace tawpipe::exec

@@ -20,6 +20,7 @@
 #include "common/ir/json.h"
 #include "common/report/report.h"
 #include "common/report/trace.h"
+#include "exec/cli_support.h"
 #include "exec/host/calibrate.h"
 #include "exec/host/collect.h"
 #include "exec/host/host_backend.h"
@@ -37,9 +38,11 @@ using namespace tawpipe;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
+using exec::cli::kExitFailed;
+using exec::cli::kExitOk;
+using exec::cli::kExitUsage;
+using exec::cli::kTawexec;
+using exec::cli::world_rank;
 
 struct Options {
   exec::ProgramOptions program;
@@ -60,26 +63,6 @@ const char* kExamples = R"(Examples:
   mpirun -np 4 tawexec --ir run.ir.json --verify --timeout 30
   mpirun -np 2 tawexec calibrate --backend host --topology localhost-cpu --output profile.yaml
 )";
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-/// Bad input: every rank reaches the same verdict, rank 0 says it once.
-int usage_error(const std::string& message) {
-  if (world_rank() == 0) std::cerr << "tawexec: " << message << "\n";
-  MPI_Finalize();
-  return kExitUsage;
-}
-
-/// A failure on this rank that the others may not see: say it, take everyone down.
-[[noreturn]] void abort_run(const std::string& message) {
-  std::cerr << "tawexec: " << message << std::endl;
-  MPI_Abort(MPI_COMM_WORLD, kExitFailed);
-  std::abort();  // MPI_Abort does not return
-}
 
 std::optional<double> env_number(const char* name) {
   const char* v = std::getenv(name);
@@ -105,38 +88,26 @@ void add_flag_sets(const Options& o, std::vector<std::string>& sets) {
   if (o.dp) sets.push_back("dp=" + std::to_string(*o.dp));
 }
 
-/// Micro-batch ids embedded anywhere in the program: the global batch of one iteration.
-std::vector<std::int32_t> program_samples(const ir::Program& p) {
-  std::vector<std::int32_t> s;
-  for (const ir::RankProgram& rp : p.ranks) {
-    for (const ir::Op& op : rp.ops) {
-      if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward)
-        s.push_back(op.sample);
-    }
-  }
-  std::sort(s.begin(), s.end());
-  return s;
-}
-
 int run(const Options& o) {
   const int rank = world_rank();
-  int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int world = exec::cli::world_size();
   if (o.backend == "cuda") {
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
     return exec::cuda::run_main(
         {o.program, o.steps, o.warmup, o.report_file, o.trace_file, o.timeout, o.verify});
 #else
-    return usage_error("CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
+    return kTawexec.usage_error(
+        "CUDA backend not built (CUDA Toolkit/NCCL not found at configure time)");
 #endif
   }
   if (o.backend != "host")
-    return usage_error("--backend must be host or cuda, got '" + o.backend + "'");
-  if (o.steps < 1 || o.warmup < 0) return usage_error("--steps must be >= 1 and --warmup >= 0");
-  if (o.timeout < 0) return usage_error("--timeout must be >= 0 seconds");
+    return kTawexec.usage_error("--backend must be host or cuda, got '" + o.backend + "'");
+  if (o.steps < 1 || o.warmup < 0)
+    return kTawexec.usage_error("--steps must be >= 1 and --warmup >= 0");
+  if (o.timeout < 0) return kTawexec.usage_error("--timeout must be >= 0 seconds");
 
   auto prepared = exec::prepare_run(o.program);
-  if (!prepared.ok()) return usage_error(prepared.error().to_string());
+  if (!prepared.ok()) return kTawexec.usage_error(prepared.error().to_string());
   const ir::Program& program = prepared->program;
   if (!o.emit_ir.empty()) {
     if (rank == 0) {
@@ -144,13 +115,13 @@ int run(const Options& o) {
         ir::write_program_json(program, out);
         return Status::success();
       });
-      if (!s.ok()) return usage_error(s.error().to_string());
+      if (!s.ok()) return kTawexec.usage_error(s.error().to_string());
     }
     MPI_Finalize();
     return kExitOk;
   }
   if (program.num_ranks() != world) {
-    return usage_error(
+    return kTawexec.usage_error(
         fmt::format("the program has {} ranks but {} processes run; start it with "
                     "mpirun -np {}",
                     program.num_ranks(), world, program.num_ranks()));
@@ -163,7 +134,7 @@ int run(const Options& o) {
   ho.seed = prepared->train.seed;
   exec::host::HostBackend backend(ho);
   if (Status s = backend.prepare(program, rank); !s.ok()) {
-    return usage_error(s.error().to_string());
+    return kTawexec.usage_error(s.error().to_string());
   }
   exec::InterpreterOptions io;
   io.timeout_seconds = o.timeout;
@@ -174,7 +145,7 @@ int run(const Options& o) {
   }
   exec::Interpreter interpreter(program, rank, backend, io);
 
-  const std::vector<std::int32_t> samples = program_samples(program);
+  const std::vector<std::int32_t> samples = exec::program_samples(program);
   const double tokens = static_cast<double>(samples.size()) *
                         static_cast<double>(program.header.micro_batch_size) *
                         static_cast<double>(program.header.seq_len);
@@ -185,9 +156,9 @@ int run(const Options& o) {
   for (std::int64_t step = 0; step < total_steps; ++step) {
     MPI_Barrier(MPI_COMM_WORLD);
     auto rec = interpreter.run_iteration(step);
-    if (!rec.ok()) abort_run(rec.error().message);
+    if (!rec.ok()) kTawexec.abort_run(rec.error().message);
     auto loss = exec::host::reduce_sum(backend.take_loss_sum());
-    if (!loss.ok()) abort_run(loss.error().message);
+    if (!loss.ok()) kTawexec.abort_run(loss.error().message);
     losses.push_back(*loss / tokens);
     double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -197,8 +168,8 @@ int run(const Options& o) {
 
   auto records = exec::host::gather_records(last, world);
   auto peaks = exec::host::gather_u64(backend.peak_bytes(), world);
-  if (!records.ok()) abort_run(records.error().message);
-  if (!peaks.ok()) abort_run(peaks.error().message);
+  if (!records.ok()) kTawexec.abort_run(records.error().message);
+  if (!peaks.ok()) kTawexec.abort_run(peaks.error().message);
   int exit_code = kExitOk;
   if (rank == 0) {
     exec::Measurement m;
@@ -224,7 +195,7 @@ int run(const Options& o) {
         return Status::success();
       });
       if (!s.ok()) {
-        std::cerr << "tawexec: " << s.error().to_string() << "\n";
+        kTawexec.say(s.error().to_string());
         exit_code = kExitUsage;
       }
     }
@@ -234,7 +205,7 @@ int run(const Options& o) {
         return Status::success();
       });
       if (!s.ok()) {
-        std::cerr << "tawexec: " << s.error().to_string() << "\n";
+        kTawexec.say(s.error().to_string());
         exit_code = kExitUsage;
       }
     }
@@ -252,7 +223,7 @@ int run(const Options& o) {
       rc.optimizer = prepared->train.optimizer;
       rc.seed = prepared->train.seed;
       auto t = exec::ReferenceTrainer::create(rc);
-      if (!t.ok()) abort_run(t.error().to_string());
+      if (!t.ok()) kTawexec.abort_run(t.error().to_string());
       reference.emplace(std::move(*t));
       double worst_loss = 0.0;
       for (std::int64_t step = 0; step < total_steps; ++step) {
@@ -268,7 +239,7 @@ int run(const Options& o) {
     }
     auto check =
         exec::host::check_weights(program, rank, backend, reference ? &*reference : nullptr);
-    if (!check.ok()) abort_run(check.error().message);
+    if (!check.ok()) kTawexec.abort_run(check.error().message);
     if (rank == 0) {
       const bool weights_ok = check->max_relative_diff <= 1e-4;
       std::cout << fmt::format(
@@ -292,7 +263,8 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   // Library errors come back as values; MPI errors too (no MPI_ERRORS_ARE_FATAL surprises).
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (provided < MPI_THREAD_FUNNELED) return usage_error("MPI lacks MPI_THREAD_FUNNELED support");
+  if (provided < MPI_THREAD_FUNNELED)
+    return kTawexec.usage_error("MPI lacks MPI_THREAD_FUNNELED support");
 
   if (argc > 1 && std::string(argv[1]) == "calibrate") {
     return tawpipe::exec::host::calibrate_main(argc - 1, argv + 1);
@@ -338,7 +310,7 @@ int main(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return usage_error(std::string(e.what()) + " (see tawexec --help)");
+    return kTawexec.usage_error(std::string(e.what()) + " (see tawexec --help)");
   }
   if (vm.count("help")) {
     if (world_rank() == 0) {

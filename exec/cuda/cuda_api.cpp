@@ -300,6 +300,14 @@ Status probe_device() {
   return Status::success();
 }
 
+std::optional<std::string> missing_device() {
+  Status s = probe_device();
+  int ok = s.ok() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all) return std::nullopt;
+  return s.ok() ? std::string("no CUDA device visible on some rank") : s.error().message;
+}
+
 std::unique_ptr<device::DeviceApi> make_cuda_api() {
   return std::make_unique<CudaApi>();
 }

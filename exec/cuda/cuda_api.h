@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "common/error.h"
 #include "exec/recording/device_api.h"
@@ -15,6 +17,11 @@ namespace tawpipe::exec::cuda {
 /// Whether a device is visible: the error is one line, "no CUDA device visible
 /// (cudaGetDeviceCount: <the runtime's message>)". Never crashes without a driver.
 Status probe_device();
+
+/// probe_device on every rank (collective over MPI_COMM_WORLD): nullopt when every rank sees a
+/// device, else the line to report, this rank's own error when it has one, otherwise "no CUDA
+/// device visible on some rank".
+std::optional<std::string> missing_device();
 
 /// The DeviceApi over CUDA, NCCL and cuBLAS. It owns every stream, event, communicator,
 /// allocation and cuBLAS handle it hands out (RAII owners) and releases them when destroyed.

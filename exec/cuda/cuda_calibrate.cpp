@@ -23,6 +23,7 @@
 #include "common/model/presets.h"
 #include "common/profile/profile.h"
 #include "common/topology/loader.h"
+#include "exec/cli_support.h"
 #include "exec/cuda/cuda_api.h"
 #include "exec/cuda/cuda_run.h"
 #include "exec/math/dims.h"
@@ -169,6 +170,8 @@ Expected<std::optional<profile::LinkProfile>> measure_pair(device::DeviceApi& ap
 
 }  // namespace
 
+using cli::kCalibrate;
+
 int calibrate_main(int argc, char** argv) {
   namespace po = boost::program_options;
   int rank = 0, world = 1;
@@ -186,30 +189,22 @@ int calibrate_main(int argc, char** argv) {
     ("seq-len", po::value(&seq_len), "sequence length of the measured shapes")
     ("output,o", po::value(&output), "write the profile YAML to FILE [-: standard output]");
   // clang-format on
-  auto fail = [&](const std::string& message) {
-    if (rank == 0) std::cerr << "tawexec calibrate: " << message << "\n";
-    MPI_Finalize();
-    return 2;
-  };
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    return fail(std::string(e.what()) + " (see tawexec calibrate --help)");
+    return kCalibrate.usage_error(std::string(e.what()) + " (see tawexec calibrate --help)");
   }
-  Status probe = probe_device();
-  int ok = probe.ok() ? 1 : 0, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!all) return fail(probe.ok() ? "no CUDA device visible on some rank" : probe.error().message);
+  if (auto missing = missing_device()) return kCalibrate.usage_error(*missing);
   auto path = topo::resolve_topology(topology);
-  if (!path.ok()) return fail(path.error().to_string());
+  if (!path.ok()) return kCalibrate.usage_error(path.error().to_string());
   auto topo = topo::load_topology_file(*path);
-  if (!topo.ok()) return fail(topo.error().to_string());
+  if (!topo.ok()) return kCalibrate.usage_error(topo.error().to_string());
   auto model = model::resolve_model(model_name);
-  if (!model.ok()) return fail(model.error().to_string());
+  if (!model.ok()) return kCalibrate.usage_error(model.error().to_string());
   auto dims = math::host_dims(*model, seq_len, 1);
-  if (!dims.ok()) return fail(dims.error().to_string());
+  if (!dims.ok()) return kCalibrate.usage_error(dims.error().to_string());
 
   auto api = make_cuda_api();
   auto boot = make_mpi_bootstrap();
@@ -251,16 +246,14 @@ int calibrate_main(int argc, char** argv) {
   };
   auto profile = run();
   if (!profile.ok()) {
-    std::cerr << "tawexec calibrate: rank " << rank << ": " << profile.error().to_string() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    kCalibrate.abort_rank(profile.error().to_string());
   }
   int status = 0;
   if (rank == 0) {
     Status s = write_text_file(output, profile::write_profile_yaml(*profile));
     if (!s.ok()) {
-      std::cerr << "tawexec calibrate: " << s.error().to_string() << "\n";
-      status = 2;
+      kCalibrate.say(s.error().to_string());
+      status = cli::kExitUsage;
     }
   }
   MPI_Finalize();

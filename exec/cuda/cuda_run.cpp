@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <optional>
 #include <vector>
 
 #include <fmt/core.h>
@@ -13,6 +12,7 @@
 #include "common/io.h"
 #include "common/report/report.h"
 #include "common/report/trace.h"
+#include "exec/cli_support.h"
 #include "exec/cuda/cuda_api.h"
 #include "exec/host/collect.h"
 #include "exec/interpreter.h"
@@ -20,60 +20,20 @@
 #include "exec/reference.h"
 
 namespace tawpipe::exec::cuda {
-namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-/// Bad input or no device: every rank agrees, rank 0 says it once.
-int usage_error(const std::string& message) {
-  if (world_rank() == 0) std::cerr << "tawexec: " << message << "\n";
-  MPI_Finalize();
-  return 2;
-}
-
-/// A failure only this rank may see: say it, take everyone down.
-[[noreturn]] void abort_run(const std::string& message, int code = 1) {
-  std::cerr << "tawexec: rank " << world_rank() << ": " << message << std::endl;
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::abort();
-}
-
-/// Every rank probes; if any sees no device, rank 0 reports (its own message when it has one).
-std::optional<std::string> missing_device() {
-  Status s = probe_device();
-  int ok = s.ok() ? 1 : 0, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (all) return std::nullopt;
-  return s.ok() ? std::string("no CUDA device visible on some rank") : s.error().message;
-}
-
-std::vector<std::int32_t> program_samples(const ir::Program& p) {
-  std::vector<std::int32_t> s;
-  for (const ir::RankProgram& rp : p.ranks)
-    for (const ir::Op& op : rp.ops)
-      if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward)
-        s.push_back(op.sample);
-  std::sort(s.begin(), s.end());
-  return s;
-}
-
-}  // namespace
+using cli::kTawexec;
 
 int run_main(const CudaRunOptions& o) {
-  if (auto missing = missing_device()) return usage_error(*missing);
-  const int rank = world_rank();
-  int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (o.steps < 1 || o.warmup < 0) return usage_error("--steps must be >= 1 and --warmup >= 0");
+  if (auto missing = missing_device()) return kTawexec.usage_error(*missing);
+  const int rank = cli::world_rank();
+  const int world = cli::world_size();
+  if (o.steps < 1 || o.warmup < 0)
+    return kTawexec.usage_error("--steps must be >= 1 and --warmup >= 0");
   auto prepared = prepare_run(o.program);
-  if (!prepared.ok()) return usage_error(prepared.error().to_string());
+  if (!prepared.ok()) return kTawexec.usage_error(prepared.error().to_string());
   const ir::Program& program = prepared->program;
   if (program.num_ranks() != world) {
-    return usage_error(
+    return kTawexec.usage_error(
         fmt::format("the program has {} ranks but {} processes run; start it "
                     "with mpirun -np {}",
                     program.num_ranks(), world, program.num_ranks()));
@@ -85,7 +45,8 @@ int run_main(const CudaRunOptions& o) {
   opts.optimizer = prepared->train.optimizer;
   opts.seed = prepared->train.seed;
   device::DeviceBackend backend(*api, *boot, opts);
-  if (Status s = backend.prepare(program, rank); !s.ok()) abort_run(s.error().to_string(), 2);
+  if (Status s = backend.prepare(program, rank); !s.ok())
+    kTawexec.abort_rank(s.error().to_string(), cli::kExitUsage);
   InterpreterOptions io;
   io.timeout_seconds = o.timeout_seconds;
   Interpreter interpreter(program, rank, backend, io);
@@ -103,12 +64,12 @@ int run_main(const CudaRunOptions& o) {
       // The watchdog (or a CUDA/NCCL error): abort the communicators so that no rank stays
       // blocked inside NCCL, then take the job down with the naming line.
       backend.abort_communicators();
-      abort_run(rec.error().message);
+      kTawexec.abort_rank(rec.error().message);
     }
     auto mine_loss = backend.take_loss_sum();
-    if (!mine_loss.ok()) abort_run(mine_loss.error().message);
+    if (!mine_loss.ok()) kTawexec.abort_rank(mine_loss.error().message);
     auto loss = host::reduce_sum(*mine_loss);
-    if (!loss.ok()) abort_run(loss.error().message);
+    if (!loss.ok()) kTawexec.abort_rank(loss.error().message);
     losses.push_back(*loss / tokens);
     double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -117,9 +78,9 @@ int run_main(const CudaRunOptions& o) {
   }
   auto records = host::gather_records(last, world);
   auto peaks = host::gather_u64(backend.peak_bytes(), world);
-  if (!records.ok()) abort_run(records.error().message);
-  if (!peaks.ok()) abort_run(peaks.error().message);
-  int exit_code = 0;
+  if (!records.ok()) kTawexec.abort_rank(records.error().message);
+  if (!peaks.ok()) kTawexec.abort_rank(peaks.error().message);
+  int exit_code = cli::kExitOk;
   if (rank == 0) {
     Measurement m;
     m.ranks = std::move(*records);
@@ -141,8 +102,8 @@ int run_main(const CudaRunOptions& o) {
         return Status::success();
       });
       if (!s.ok()) {
-        std::cerr << "tawexec: " << s.error().to_string() << "\n";
-        exit_code = 2;
+        kTawexec.say(s.error().to_string());
+        exit_code = cli::kExitUsage;
       }
     };
     write(o.report_file, [&](std::ostream& out) { report::write_report_json(rep, out); });
@@ -159,7 +120,7 @@ int run_main(const CudaRunOptions& o) {
       rc.optimizer = prepared->train.optimizer;
       rc.seed = prepared->train.seed;
       auto ref = ReferenceTrainer::create(rc);
-      if (!ref.ok()) abort_run(ref.error().to_string());
+      if (!ref.ok()) kTawexec.abort_rank(ref.error().to_string());
       const double limit = program.header.dtype == "bf16" ? 2e-2 : 1e-4;
       double worst = 0.0;
       for (double got : losses) {
@@ -169,7 +130,7 @@ int run_main(const CudaRunOptions& o) {
       const bool ok = worst <= limit;
       std::cout << fmt::format("verify: worst relative loss difference {:.3e} (limit {:.0e}): {}\n",
                                worst, limit, ok ? "PASSED" : "FAILED");
-      if (!ok) exit_code = 1;
+      if (!ok) exit_code = cli::kExitFailed;
     }
   }
   MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
