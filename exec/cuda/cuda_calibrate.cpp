@@ -12,17 +12,14 @@
 // (link class nic), when there is one.
 #include <algorithm>
 #include <functional>
-#include <iostream>
+#include <optional>
 #include <string>
 
-#include <fmt/core.h>
 #include <mpi.h>
-#include <boost/program_options.hpp>
 
-#include "common/io.h"
 #include "common/model/presets.h"
 #include "common/profile/profile.h"
-#include "common/topology/loader.h"
+#include "exec/calibrate_flags.h"
 #include "exec/cli_support.h"
 #include "exec/cuda/cuda_api.h"
 #include "exec/cuda/cuda_run.h"
@@ -173,37 +170,15 @@ Expected<std::optional<profile::LinkProfile>> measure_pair(device::DeviceApi& ap
 using cli::kCalibrate;
 
 int calibrate_main(int argc, char** argv) {
-  namespace po = boost::program_options;
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  std::string backend, topology = "3x8-a100", model_name = "llama-h4096-l48", output = "-";
-  std::int64_t seq_len = 4096;
-  po::options_description visible("tawexec calibrate --backend cuda options");
-  // clang-format off
-  visible.add_options()
-    ("help,h", "print this help")
-    ("backend", po::value(&backend), "cuda")
-    ("topology,t", po::value(&topology), "topology whose device kind the profile describes")
-    ("model,m", po::value(&model_name), "model whose block shapes to measure")
-    ("seq-len", po::value(&seq_len), "sequence length of the measured shapes")
-    ("output,o", po::value(&output), "write the profile YAML to FILE [-: standard output]");
-  // clang-format on
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return kCalibrate.usage_error(std::string(e.what()) + " (see tawexec calibrate --help)");
-  }
+  const int rank = cli::world_rank(), world = cli::world_size();
+  cli::CalibrateFlags flags{"cuda", "3x8-a100", "llama-h4096-l48", 4096, "-", std::nullopt};
+  if (auto status = cli::parse_calibrate_flags(argc, argv, flags)) return *status;
   if (auto missing = missing_device()) return kCalibrate.usage_error(*missing);
-  auto path = topo::resolve_topology(topology);
-  if (!path.ok()) return kCalibrate.usage_error(path.error().to_string());
-  auto topo = topo::load_topology_file(*path);
-  if (!topo.ok()) return kCalibrate.usage_error(topo.error().to_string());
-  auto model = model::resolve_model(model_name);
+  auto kind = cli::calibrate_device_kind(flags.topology);
+  if (!kind.ok()) return kCalibrate.usage_error(kind.error().to_string());
+  auto model = model::resolve_model(flags.model);
   if (!model.ok()) return kCalibrate.usage_error(model.error().to_string());
-  auto dims = math::host_dims(*model, seq_len, 1);
+  auto dims = math::host_dims(*model, flags.seq_len, 1);
   if (!dims.ok()) return kCalibrate.usage_error(dims.error().to_string());
 
   auto api = make_cuda_api();
@@ -219,7 +194,7 @@ int calibrate_main(int argc, char** argv) {
     profile::Profile p;
     p.producer =
         "tawexec calibrate " TAWPIPE_VERSION " (cuda backend, " + std::to_string(world) + " ranks)";
-    p.devices[topo->device(0).name] = *dev;
+    p.devices[*kind] = *dev;
     if (world < 2) return p;
     device::UniqueId id;
     if (rank == 0) {
@@ -248,14 +223,8 @@ int calibrate_main(int argc, char** argv) {
   if (!profile.ok()) {
     kCalibrate.abort_rank(profile.error().to_string());
   }
-  int status = 0;
-  if (rank == 0) {
-    Status s = write_text_file(output, profile::write_profile_yaml(*profile));
-    if (!s.ok()) {
-      kCalibrate.say(s.error().to_string());
-      status = cli::kExitUsage;
-    }
-  }
+  int status = cli::kExitOk;
+  if (rank == 0) status = cli::write_calibrated_profile(flags.output, *profile);
   MPI_Finalize();
   return status;
 }
