@@ -1,6 +1,6 @@
-// Calibration profile YAML I/O. Reuses the topology loader's checked yaml-cpp readers
-// (common/topology/yaml_read.h, same library) so units, "did you mean" and file:line:col errors
-// behave exactly as in topology files.
+// Calibration profile YAML I/O. Uses the checked yaml-cpp readers of the topology loader
+// (common/yaml_read.h) so units, "did you mean" and file:line:col errors behave exactly as in
+// topology files.
 #include "common/profile/profile.h"
 
 #include <yaml-cpp/yaml.h>
@@ -10,13 +10,13 @@
 
 #include "common/io.h"
 #include "common/topology/topology.h"
-#include "common/topology/yaml_read.h"
+#include "common/yaml_read.h"
 
 namespace tawpipe::profile {
 namespace {
 
-using topo::detail::Ctx;
-using topo::detail::MapReader;
+using yaml::Ctx;
+using yaml::MapReader;
 
 const std::vector<std::string> kRootKeys = {"format_version", "producer", "devices", "links"};
 const std::vector<std::string> kDeviceKeys = {"dtype",          "gemm",        "attention_fwd",
@@ -34,35 +34,35 @@ std::vector<std::string> link_class_names() {
 DeviceProfile parse_device(const Ctx& c) {
   const MapReader m(c, kDeviceKeys, "a device profile");
   DeviceProfile d;
-  if (auto v = m.opt("dtype")) d.dtype = topo::detail::read_string(*v, "a dtype name");
-  if (auto v = m.opt("gemm")) d.gemm = topo::detail::read_flop_rate(*v);
-  if (auto v = m.opt("attention_fwd")) d.attention_fwd = topo::detail::read_flop_rate(*v);
-  if (auto v = m.opt("attention_bwd")) d.attention_bwd = topo::detail::read_flop_rate(*v);
-  if (auto v = m.opt("elementwise")) d.elementwise = topo::detail::read_bandwidth(*v);
-  if (auto v = m.opt("memory_bandwidth")) d.memory_bandwidth = topo::detail::read_bandwidth(*v);
-  if (auto v = m.opt("launch_overhead")) d.launch_overhead = topo::detail::read_time(*v);
+  if (auto v = m.opt("dtype")) d.dtype = yaml::read_string(*v, "a dtype name");
+  if (auto v = m.opt("gemm")) d.gemm = yaml::read_flop_rate(*v);
+  if (auto v = m.opt("attention_fwd")) d.attention_fwd = yaml::read_flop_rate(*v);
+  if (auto v = m.opt("attention_bwd")) d.attention_bwd = yaml::read_flop_rate(*v);
+  if (auto v = m.opt("elementwise")) d.elementwise = yaml::read_bandwidth(*v);
+  if (auto v = m.opt("memory_bandwidth")) d.memory_bandwidth = yaml::read_bandwidth(*v);
+  if (auto v = m.opt("launch_overhead")) d.launch_overhead = yaml::read_time(*v);
   return d;
 }
 
 LinkProfile parse_link(const Ctx& c) {
   const MapReader m(c, kLinkKeys, "a link profile");
   LinkProfile l;
-  if (auto v = m.opt("bandwidth")) l.bandwidth = topo::detail::read_bandwidth(*v);
-  if (auto v = m.opt("latency")) l.latency = topo::detail::read_time(*v);
+  if (auto v = m.opt("bandwidth")) l.bandwidth = yaml::read_bandwidth(*v);
+  if (auto v = m.opt("latency")) l.latency = yaml::read_time(*v);
   return l;
 }
 
 Profile parse_root(const Ctx& root) {
   const MapReader m(root, kRootKeys, "a calibration profile");
   Profile p;
-  p.format_version = topo::detail::read_int(m.at("format_version"), 1, 1000, "a format version");
+  p.format_version = yaml::read_int(m.at("format_version"), 1, 1000, "a format version");
   if (p.format_version != kProfileFormatVersion)
-    topo::detail::fail(m.at("format_version"),
-                       "unsupported profile format_version " + std::to_string(p.format_version) +
-                           " (this tawpipe reads " + std::to_string(kProfileFormatVersion) + ")");
-  if (auto v = m.opt("producer")) p.producer = topo::detail::read_string(*v, "a producer string");
+    yaml::fail(m.at("format_version"),
+               "unsupported profile format_version " + std::to_string(p.format_version) +
+                   " (this tawpipe reads " + std::to_string(kProfileFormatVersion) + ")");
+  if (auto v = m.opt("producer")) p.producer = yaml::read_string(*v, "a producer string");
   if (auto v = m.opt("devices")) {
-    for (auto& [name, ctx] : topo::detail::dict_items(*v, "device profiles"))
+    for (auto& [name, ctx] : yaml::dict_items(*v, "device profiles"))
       p.devices[name] = parse_device(ctx);
   }
   if (auto v = m.opt("links")) {
@@ -88,8 +88,8 @@ Expected<Profile> read_profile_yaml(std::string_view text, std::string_view file
     if (!root.IsDefined() || root.IsNull())
       return Error{"empty profile (expected a mapping with format_version: 1, ...)", file, 1, 1,
                    ""};
-    return parse_root(topo::detail::root_ctx(root, file));
-  } catch (const topo::detail::SpecError& e) {
+    return parse_root(yaml::root_ctx(root, file));
+  } catch (const yaml::ReadError& e) {
     return e.error;
   } catch (const YAML::Exception& e) {
     return Error{"malformed profile: " + e.msg, file, e.mark.line >= 0 ? e.mark.line + 1 : 1,

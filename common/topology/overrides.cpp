@@ -6,7 +6,8 @@
 
 #include "common/strings.h"
 #include "common/topology/loader.h"
-#include "common/topology/yaml_read.h"
+#include "common/topology/overrides.h"
+#include "common/topology/spec.h"
 
 namespace tawpipe::topo {
 

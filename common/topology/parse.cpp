@@ -4,15 +4,43 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/strings.h"
 #include "common/topology/loader.h"
+#include "common/topology/overrides.h"
 #include "common/topology/spec.h"
-#include "common/topology/yaml_read.h"
+#include "common/yaml_read.h"
 
 namespace tawpipe::topo::detail {
+
+Error error_at(const std::string& file, const Where& where, std::string message) {
+  return Error{std::move(message), file, std::max(where.line, 1), std::max(where.column, 1),
+               where.path};
+}
+
 namespace {
+
+using yaml::Ctx;
+using yaml::dict_items;
+using yaml::fail;
+using yaml::MapReader;
+using yaml::read_bandwidth;
+using yaml::read_bytes;
+using yaml::read_efficiency;
+using yaml::read_flop_rate;
+using yaml::read_id;
+using yaml::read_int;
+using yaml::read_number;
+using yaml::read_string;
+using yaml::read_time;
+using yaml::seq_items;
+
+/// The location of `c` as a spec `Where`.
+Where where_of(const Ctx& c) {
+  return Where{c.line, c.column, c.path};
+}
 
 const std::vector<std::string> kRootKeys = {
     "name",  "description", "device_kinds", "links",      "node_templates",
@@ -103,7 +131,7 @@ void parse_nvlinks(const Ctx& c, TemplateSpec& t) {
     l.gpu_b = read_gpu_index(ends[1], t.gpus);
     if (l.gpu_a == l.gpu_b) fail(m.at("gpus"), "self-loop: NVLink from GPU to itself");
     l.bandwidth = read_bandwidth(m.at("bandwidth"));
-    l.where = item.where();
+    l.where = where_of(item);
     for (const auto& o : t.nvlinks) {
       if (std::minmax(o.gpu_a, o.gpu_b) == std::minmax(l.gpu_a, l.gpu_b)) {
         fail(item, "duplicate NVLink between GPUs " + std::to_string(l.gpu_a) + " and " +
@@ -140,7 +168,7 @@ void parse_pcie(const MapReader& tm, TemplateSpec& t, std::vector<std::string>& 
       for (int g = 0; g < t.gpus; ++g)
         s.gpus.push_back(g);
     }
-    s.where = pc->where();
+    s.where = where_of(*pc);
     names.push_back(s.id);
     t.pcie_switches.push_back(std::move(s));
     return;
@@ -188,7 +216,7 @@ void parse_pcie(const MapReader& tm, TemplateSpec& t, std::vector<std::string>& 
       }
     }
     if (const auto u = s.opt("uplink_bandwidth")) p.uplink_bandwidth = read_bandwidth(*u);
-    p.where = item.where();
+    p.where = where_of(item);
     t.pcie_switches.push_back(std::move(p));
   }
   // Parents must exist and form a forest (no cycles).
@@ -247,7 +275,7 @@ void parse_nics(const MapReader& tm, TemplateSpec& t, std::vector<std::string>& 
     }
     if (const auto b = m.opt("bandwidth")) n.bandwidth = read_bandwidth(*b);
     if (const auto l = m.opt("latency")) n.latency = read_time(*l);
-    n.where = item.where();
+    n.where = where_of(item);
     t.nics.push_back(std::move(n));
   }
 }
@@ -256,7 +284,7 @@ TemplateSpec parse_template(const std::string& id, const Ctx& c, const TopologyS
   const MapReader m(c, kTemplateKeys, "node template");
   TemplateSpec t;
   t.id = id;
-  t.where = c.where();
+  t.where = where_of(c);
   t.device = read_id(m.at("device"), "device kind");
   std::vector<std::string> devices;
   for (const auto& d : spec.devices)
@@ -303,7 +331,7 @@ TemplateSpec parse_template(const std::string& id, const Ctx& c, const TopologyS
 NetworkSpec parse_network(const Ctx& c) {
   const MapReader m(c, kNetworkKeys, "network");
   NetworkSpec n;
-  n.where = c.where();
+  n.where = where_of(c);
   n.kind = static_cast<NetworkKind>(read_choice(m.at("topology"), kNetworkKinds, "network"));
   const auto only_for = [&](const char* key, bool applies) {
     if (!applies && m.has(key)) {
@@ -334,7 +362,7 @@ NetworkSpec parse_network(const Ctx& c) {
 LinkOverrideSpec parse_link_override(const Ctx& c) {
   const MapReader m(c, kLinkOverrideKeys, "link override");
   LinkOverrideSpec o;
-  o.where = c.where();
+  o.where = where_of(c);
   if (m.has("between") == m.has("nic")) {
     fail(c, "a link override needs exactly one of 'between: [a, b]' or 'nic: name'");
   }
@@ -385,7 +413,7 @@ void parse_groups(const MapReader& root, TopologySpec& spec) {
       }
       g.template_id = lookup_template(m.at("template"));
       g.count = read_int(m.at("count"), 1, kMaxNodes, "node count");
-      g.where = item.where();
+      g.where = where_of(item);
       spec.groups.push_back(std::move(g));
     }
     return;
@@ -395,7 +423,7 @@ void parse_groups(const MapReader& root, TopologySpec& spec) {
   g.count = read_int(root.at("nodes"), 1, kMaxNodes, "node count");
   g.template_id = lookup_template(root.at("template"));
   g.name = g.template_id;
-  g.where = root.at("nodes").where();
+  g.where = where_of(root.at("nodes"));
   spec.nodes_shorthand = true;
   spec.groups.push_back(std::move(g));
 }
@@ -466,19 +494,19 @@ TopologySpec parse_root(const Ctx& c) {
   const MapReader m(c, kRootKeys, "the topology");
   TopologySpec spec;
   spec.file = *c.file;
-  spec.root_where = c.where();
+  spec.root_where = where_of(c);
   spec.name = read_id(m.at("name"), "topology name");
   spec.description = read_string(m.at("description"), "description");
   const auto devices = dict_items(m.at("device_kinds"), "device kinds");
   if (devices.empty()) fail(m.at("device_kinds"), "at least one device kind is needed");
   for (const auto& [id, dc] : devices) {
     spec.devices.push_back(parse_device(id, dc));
-    spec.device_where.push_back(dc.where());
+    spec.device_where.push_back(where_of(dc));
   }
   std::sort(spec.devices.begin(), spec.devices.end(),
             [](const DeviceKind& a, const DeviceKind& b) { return a.name < b.name; });
   const Ctx links = m.at("links");
-  spec.links_where = links.where();
+  spec.links_where = where_of(links);
   const std::vector<std::string> classes = link_class_names();
   for (const auto& [id, lc] : dict_items(links, "link classes")) {
     const auto it = std::find(classes.begin(), classes.end(), id);
@@ -491,7 +519,7 @@ TopologySpec parse_root(const Ctx& c) {
     s.present = true;
     s.latency = read_time(lm.at("latency"));
     s.efficiency = read_efficiency(lm.at("efficiency"));
-    s.where = lc.where();
+    s.where = where_of(lc);
   }
   const auto templates = dict_items(m.at("node_templates"), "node templates");
   if (templates.empty()) fail(m.at("node_templates"), "at least one node template is needed");
@@ -502,7 +530,7 @@ TopologySpec parse_root(const Ctx& c) {
     const MapReader im(*inter, kInterNodeKeys, "inter_node");
     if (const auto nic = im.opt("nic")) {
       spec.nic_bandwidth = read_bandwidth_block(*nic, "inter_node.nic");
-      spec.nic_where = nic->where();
+      spec.nic_where = where_of(*nic);
     }
     spec.network = parse_network(im.at("network"));
   }
@@ -541,8 +569,8 @@ Expected<TopologySpec> parse_spec(std::string_view text, const std::string& file
       return error_at(file, top, "empty topology file (expected a mapping with name:, ...)");
     }
     TAWPIPE_TRY(apply_overrides(root, overrides, file));
-    return parse_root(root_ctx(root, file));
-  } catch (const SpecError& e) {
+    return parse_root(yaml::root_ctx(root, file));
+  } catch (const yaml::ReadError& e) {
     return e.error;
   } catch (const YAML::Exception& e) {
     const Where at{e.mark.line >= 0 ? e.mark.line + 1 : 1,

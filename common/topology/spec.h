@@ -128,11 +128,7 @@ inline constexpr int kMaxNicsPerNode = 64;
 inline constexpr int kMaxPcieSwitchesPerNode = 256;
 inline constexpr int kMaxSockets = 16;
 inline constexpr int kMaxSpines = 4096;
-inline constexpr int kMaxListItems = 65536;
-inline constexpr double kMaxBandwidthBytesPerSecond = 1e14;               // 100 TB/s
-inline constexpr double kMaxFlopsPerSecond = 1e18;                        // 1 EFLOP/s per device
-inline constexpr std::int64_t kMaxLatencyPs = 1'000'000'000'000;          // 1 s
-inline constexpr std::uint64_t kMaxMemoryBytes = std::uint64_t{1} << 46;  // 64 TiB
+// Per-value bounds (bandwidths, times, sizes, FLOP rates, list lengths): common/yaml_read.h.
 
 }  // namespace tawpipe::topo::detail
 

@@ -1,4 +1,4 @@
-#include "common/topology/yaml_read.h"
+#include "common/yaml_read.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,12 +7,7 @@
 
 #include "common/strings.h"
 
-namespace tawpipe::topo::detail {
-
-Error error_at(const std::string& file, const Where& where, std::string message) {
-  return Error{std::move(message), file, std::max(where.line, 1), std::max(where.column, 1),
-               where.path};
-}
+namespace tawpipe::yaml {
 
 namespace {
 
@@ -77,7 +72,7 @@ Ctx root_ctx(const YAML::Node& node, const std::string& file) {
 }
 
 void fail(const Ctx& c, const std::string& message) {
-  throw SpecError{Error{message, c.file != nullptr ? *c.file : std::string(), std::max(c.line, 1),
+  throw ReadError{Error{message, c.file != nullptr ? *c.file : std::string(), std::max(c.line, 1),
                         std::max(c.column, 1), c.path}};
 }
 
@@ -270,4 +265,4 @@ FlopRate read_flop_rate(const Ctx& c) {
   return v;
 }
 
-}  // namespace tawpipe::topo::detail
+}  // namespace tawpipe::yaml

@@ -1,8 +1,10 @@
 /// \file
-/// Private to common/topology: checked readers for yaml-cpp nodes. Each reader validates the
-/// node's type, unit, range and (for mappings) its keys, and on failure throws `SpecError`
-/// carrying a located Error. The exception never leaves the loader: `parse_spec` catches it
-/// and returns the Error as a value, which keeps the schema code linear and readable.
+/// Checked readers for yaml-cpp nodes, shared by the YAML loaders of common/ (topology files,
+/// calibration profiles). Each reader validates the node's type, unit, range and (for mappings)
+/// its keys, and on failure throws `ReadError` carrying an Error located at file:line:column
+/// with the key path. The exception never leaves a loader: each loader catches it at its entry
+/// point and returns the Error as a value, which keeps the schema code linear and readable.
+/// Private to common/ (yaml-cpp is a private dependency of tawpipe_common).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -11,17 +13,23 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
-#include "common/topology/loader.h"
-#include "common/topology/spec.h"
 #include "common/units.h"
 
-namespace tawpipe::topo::detail {
+namespace tawpipe::yaml {
 
-/// Internal control flow of the loader (caught in parse_spec).
-struct SpecError {
+/// Sane upper bounds of the readers (larger values are rejected as absurd).
+inline constexpr int kMaxListItems = 65536;
+inline constexpr double kMaxBandwidthBytesPerSecond = 1e14;               // 100 TB/s
+inline constexpr double kMaxFlopsPerSecond = 1e18;                        // 1 EFLOP/s per device
+inline constexpr std::int64_t kMaxLatencyPs = 1'000'000'000'000;          // 1 s
+inline constexpr std::uint64_t kMaxMemoryBytes = std::uint64_t{1} << 46;  // 64 TiB
+
+/// Internal control flow of a loader (caught at its entry point).
+struct ReadError {
   Error error;
 };
 
@@ -32,15 +40,12 @@ struct Ctx {
   int line = 1;
   int column = 1;
   const std::string* file = nullptr;
-
-  /// The location as a spec `Where`.
-  Where where() const { return Where{line, column, path}; }
 };
 
 /// Root context for a parsed document.
 Ctx root_ctx(const YAML::Node& node, const std::string& file);
 
-/// Throws SpecError at `c`.
+/// Throws ReadError at `c`.
 [[noreturn]] void fail(const Ctx& c, const std::string& message);
 
 /// A validated mapping: every key is a plain scalar, no key repeats, every key is in
@@ -88,12 +93,4 @@ Bytes read_bytes(const Ctx& c);
 /// A FLOP rate with unit, > 0 and <= 1 EFLOP/s.
 FlopRate read_flop_rate(const Ctx& c);
 
-/// Applies `--set` overrides to the document before validation (see loader.h `Override`).
-/// Errors point at the nearest existing node of the path and list the keys found there.
-Status apply_overrides(YAML::Node& root, const std::vector<Override>& overrides,
-                       const std::string& file);
-
-/// True for any key name the topology schema defines (a `--set` may add such a key).
-bool is_schema_key(std::string_view key);
-
-}  // namespace tawpipe::topo::detail
+}  // namespace tawpipe::yaml
