@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "exec/recording/device_api.h"
-#include "exec/recording/device_backend.h"
+#include "exec/device/device_api.h"
+#include "exec/device/device_backend.h"
 
 namespace tawpipe::exec::cuda {
 

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "exec/recording/device_api.h"
+#include "exec/device/device_api.h"
 
 namespace tawpipe::exec::cuda {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/recording/device_api.h"
-#include "exec/recording/device_backend.h"
+#include "exec/device/device_api.h"
+#include "exec/device/device_backend.h"
 
 namespace tawpipe::exec::device {
 

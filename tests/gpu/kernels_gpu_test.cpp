@@ -1,7 +1,7 @@
 // The CUDA kernels and cuBLAS GEMMs against the host implementation (exec/math), through the
 // same DeviceApi the backend uses: each kernel alone in fp32 (tight tolerance), the GEMM in fp32
 // (all four transpose cases), and a whole decoder layer range forward and backward
-// (exec/recording/device_compute.h vs exec/math/block.h). Every test SKIPS with the runtime's
+// (exec/device/device_compute.h vs exec/math/block.h). Every test SKIPS with the runtime's
 // reason where no CUDA device is visible.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/cuda/cuda_api.h"
+#include "exec/device/device_compute.h"
 #include "exec/math/adamw.h"
 #include "exec/math/attention.h"
 #include "exec/math/block.h"
@@ -21,7 +22,6 @@
 #include "exec/math/loss.h"
 #include "exec/math/mlp.h"
 #include "exec/math/norm.h"
-#include "exec/recording/device_compute.h"
 
 namespace tawpipe::exec::device {
 namespace {

@@ -21,8 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include "exec/device/device_backend.h"
 #include "exec/interpreter.h"
-#include "exec/recording/device_backend.h"
 #include "exec/recording/recording_api.h"
 #include "exec/run_setup.h"
 

@@ -1,4 +1,4 @@
-#include "exec/recording/device_api.h"
+#include "exec/device/device_api.h"
 
 namespace tawpipe::exec::device {
 

@@ -1,11 +1,11 @@
 /// \file
 /// The seam INSIDE the CUDA backend: every call the backend makes to CUDA, NCCL and cuBLAS, as
 /// one small interface with opaque handles and no CUDA types. Two implementations:
-///  - exec/cuda/cuda_api.cu (built when the CUDA Toolkit and NCCL are found) calls the real
+///  - exec/cuda/cuda_api.cpp (built when the CUDA Toolkit and NCCL are found) calls the real
 ///    libraries, each call checked by TAWPIPE_CUDA_CHECK / TAWPIPE_NCCL_CHECK /
 ///    TAWPIPE_CUBLAS_CHECK;
 ///  - exec/recording/recording_api.h logs the exact call sequence a rank would make, so that the
-///    backend's logic (exec/recording/device_backend.h: IR op -> these calls) runs on CPU in
+///    backend's logic (exec/device/device_backend.h: IR op -> these calls) runs on CPU in
 ///    tests.
 ///
 /// Why a seam of calls and not of IR ops: everything that decides WHAT to call (stream per IR

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "exec/device/device_backend_impl.h"
 #include "exec/math/init.h"
-#include "exec/recording/device_backend_impl.h"
 
 // The compute ops of DeviceBackend: operands found by role (as exec/host/compute_ops.cpp does),
 // then the block's calls from device_compute.h.

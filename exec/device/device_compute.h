@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "exec/device/device_api.h"
 #include "exec/math/dims.h"
-#include "exec/recording/device_api.h"
 
 namespace tawpipe::exec::device {
 

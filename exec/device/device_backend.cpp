@@ -1,4 +1,4 @@
-#include "exec/recording/device_backend.h"
+#include "exec/device/device_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "exec/device/device_backend_impl.h"
 #include "exec/math/init.h"
-#include "exec/recording/device_backend_impl.h"
 
 namespace tawpipe::exec::device {
 namespace {

@@ -33,7 +33,7 @@
 #include "common/model/model.h"
 #include "common/model/train_config.h"
 #include "exec/backend.h"
-#include "exec/recording/device_api.h"
+#include "exec/device/device_api.h"
 
 namespace tawpipe::exec::device {
 

@@ -1,5 +1,5 @@
 /// \file
-/// Private to exec/recording/device_backend*.cpp: the state of a DeviceBackend, shared by the
+/// Private to exec/device/device_backend*.cpp: the state of a DeviceBackend, shared by the
 /// file that maps communication and memory ops and the one that maps compute ops.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "exec/recording/device_backend.h"
-#include "exec/recording/device_compute.h"
+#include "exec/device/device_backend.h"
+#include "exec/device/device_compute.h"
 
 namespace tawpipe::exec::device {
 

@@ -1,4 +1,4 @@
-#include "exec/recording/device_compute.h"
+#include "exec/device/device_compute.h"
 
 #include <algorithm>
 #include <array>
