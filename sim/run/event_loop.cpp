@@ -1,0 +1,126 @@
+// The executor's event loop (executor_impl.h): posts units when their dependencies and stream
+// predecessor are done, starts and completes ops, and accounts compute / exposed-communication
+// time per rank. It only touches flat vectors: no allocation or string work per event.
+#include "sim/run/executor_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tawpipe::sim::detail {
+
+void Executor::on_event(const Event& e) {
+  if (e.kind == kOpDone) {
+    complete_op(idx(e.data));
+  } else {
+    complete_collective(static_cast<std::uint32_t>(e.data));
+  }
+  drain();
+}
+
+void Executor::post_unit(std::int32_t unit) {
+  for (std::uint32_t i = unit_op_offset_[idx(unit)]; i < unit_op_offset_[idx(unit) + 1]; ++i)
+    start_op(unit_ops_[i]);
+}
+
+void Executor::start_op(std::size_t g) {
+  RtOp& op = rt_[g];
+  const ir::Rank r = op.rank;
+  const SimTime now = engine_.now();
+  res_.op_start[g] = now;
+  op.state = 1;
+  switch (op.kind) {
+    case ir::OpKind::compute:
+    case ir::OpKind::copy: {
+      account(r);
+      RankClock& c = clock_[idx(r)];
+      ++c.compute_running;
+      SimTime t = op.duration;
+      if (options_.sm_contention > 0.0 && c.comm_running > 0)
+        t = SimTime::ps(static_cast<std::int64_t>(
+            std::ceil(static_cast<double>(t.picoseconds()) * (1.0 + options_.sm_contention))));
+      if (op.kind == ir::OpKind::compute) memory_->add(r, op.bytes, now);
+      engine_.schedule_after(t, Event{handler_, kOpDone, g});
+      break;
+    }
+    case ir::OpKind::alloc:
+      memory_->add(r, op.bytes, now);
+      immediate_.push_back(static_cast<std::uint32_t>(g));
+      break;
+    case ir::OpKind::free:
+      memory_->remove(r, op.bytes);
+      immediate_.push_back(static_cast<std::uint32_t>(g));
+      break;
+    case ir::OpKind::send:
+    case ir::OpKind::recv: {
+      account(r);
+      ++clock_[idx(r)].comm_running;
+      const std::size_t partner = idx(op.link);
+      if (rt_[partner].state == 1) start_p2p(op.kind == ir::OpKind::send ? g : partner);
+      break;
+    }
+    case ir::OpKind::collective: {
+      account(r);
+      ++clock_[idx(r)].comm_running;
+      const auto inst = static_cast<std::uint32_t>(op.link);
+      Instance& in = instances_[inst];
+      if (++in.arrived == in.members) start_collective(inst);
+      break;
+    }
+  }
+}
+
+void Executor::complete_op(std::size_t g) {
+  RtOp& op = rt_[g];
+  const ir::Rank r = op.rank;
+  if (is_compute(op.kind)) {
+    account(r);
+    --clock_[idx(r)].compute_running;
+    if (op.kind == ir::OpKind::compute) memory_->remove(r, op.bytes);
+  } else if (is_comm(op.kind)) {
+    account(r);
+    --clock_[idx(r)].comm_running;
+  }
+  res_.op_end[g] = engine_.now();
+  op.state = 2;
+  ++completed_;
+  const std::int32_t u = op.unit;
+  if (--unit_pending_[idx(u)] == 0 && unit_next_[idx(u)] != kNoUnit) release(unit_next_[idx(u)]);
+  for (std::uint32_t i = dependents_offset_[g]; i < dependents_offset_[g + 1]; ++i)
+    release(dependents_[i]);
+}
+
+Expected<ExecutionResult> Executor::run() {
+  const std::size_t units = unit_remaining_.size();
+  for (std::size_t u = 0; u < units; ++u) {
+    if (unit_remaining_[u] == 0) post_unit(static_cast<std::int32_t>(u));
+  }
+  drain();
+  engine_.run();
+  if (completed_ != total_ops_) {
+    for (std::size_t g = 0; g < total_ops_; ++g) {
+      if (rt_[g].state != 2)
+        return op_error(g, rt_[g].state == 1
+                               ? "simulation stalled: posted but its peer(s) never arrived"
+                               : "simulation stalled: never became ready (deadlock)");
+    }
+  }
+  const std::size_t ranks = program_.ranks.size();
+  res_.first_start = total_ops_ > 0 ? SimTime::max() : SimTime();
+  for (std::size_t g = 0; g < total_ops_; ++g) {
+    res_.first_start = std::min(res_.first_start, res_.op_start[g]);
+    res_.last_end = std::max(res_.last_end, res_.op_end[g]);
+  }
+  res_.peak_memory_bytes.resize(ranks);
+  res_.usable_memory_bytes.resize(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    res_.peak_memory_bytes[r] = memory_->peak_bytes(static_cast<std::int32_t>(r));
+    res_.usable_memory_bytes[r] = memory_->usable_bytes(static_cast<std::int32_t>(r));
+  }
+  res_.link_bytes = network_.link_bytes();
+  res_.link_busy = network_.link_busy(engine_.now());
+  res_.link_usage = network_.usage_samples();
+  res_.events = engine_.events_processed();
+  return std::move(res_);
+}
+
+}  // namespace tawpipe::sim::detail

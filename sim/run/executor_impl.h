@@ -1,0 +1,159 @@
+/// \file
+/// Internal to sim/run: the executor's state and tables, shared by its translation units
+/// (one per concern, see executor.h for the semantics):
+///  - tables.cpp      builds the flat tables once (units, dependents, send/recv pairs,
+///                    collective instances, memory model);
+///  - event_loop.cpp  posts, starts and completes ops (compute, alloc/free, stream order);
+///  - transfers.cpp   starts point-to-point and collective transfers on the network model and
+///                    completes them;
+///  - executor.cpp    the public entry point `execute`.
+/// Nothing outside sim/run includes this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/compute/compute_model.h"
+#include "sim/engine/engine.h"
+#include "sim/network/collectives.h"
+#include "sim/run/big_vector.h"
+#include "sim/run/executor.h"
+
+namespace tawpipe::sim::detail {
+
+constexpr std::uint64_t kCollectiveToken = 1ull << 63;
+constexpr std::int32_t kNoUnit = -1;
+
+template <class T>
+inline std::size_t idx(T v) {
+  return static_cast<std::size_t>(v);
+}
+
+inline bool is_comm(ir::OpKind k) {
+  return k == ir::OpKind::send || k == ir::OpKind::recv || k == ir::OpKind::collective;
+}
+inline bool is_compute(ir::OpKind k) {
+  return k == ir::OpKind::compute || k == ir::OpKind::copy;
+}
+
+struct Instance {
+  ir::CommId comm = 0;
+  std::uint32_t ops_offset = 0;  ///< into inst_ops_, one slot per member position
+  std::int32_t arrived = 0;
+  std::int32_t outstanding = 0;
+  std::int32_t root_member = -1;
+  std::int32_t members = 0;
+};
+
+/// The executor's compact copy of one op: everything the event loop needs, so that it never walks
+/// the Program's pools (cache- and TLB-friendly at a million ops).
+struct RtOp {
+  std::uint64_t bytes = 0;  ///< transfers: message bytes; alloc/free: summed size of the
+                            ///< listed buffers; compute: workspace bytes
+  SimTime duration;         ///< compute and copy ops: the compute model's time
+  std::int32_t rank = 0;
+  std::int32_t unit = 0;
+  std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance
+  ir::OpKind kind = ir::OpKind::compute;
+  std::uint8_t state = 0;  ///< 0 waiting, 1 posted, 2 done
+};
+
+struct RankClock {
+  SimTime last;
+  std::int32_t compute_running = 0;
+  std::int32_t comm_running = 0;
+};
+
+/// Runs one program: `prepare` builds the tables, `run` drives the event loop to the end.
+class Executor {
+ public:
+  Executor(const ir::Program& program, const topo::Topology& topology, const ExecOptions& options,
+           ComputeModel compute)
+      : program_(program),
+        topology_(topology),
+        options_(options),
+        compute_(std::move(compute)),
+        network_(engine_, topology, options.profile,
+                 [this](std::uint64_t token) { on_transfer_done(token); }),
+        planner_(program, topology, network_, options.all_reduce_algo) {
+    handler_ = engine_.add_handler([this](const Event& e) { on_event(e); });
+    network_.record_usage(options.record_link_usage);
+  }
+
+  Status prepare();
+  Expected<ExecutionResult> run();
+
+ private:
+  enum EventKind : std::uint32_t { kOpDone = 0, kCollectiveDone = 1 };
+
+  /// The IR op of global index `g` (preparation and rare paths only).
+  const ir::Op& op_at(std::size_t g) const {
+    const auto r = idx(rt_[g].rank);
+    return program_.ranks[r].ops[g - res_.rank_offset[r]];
+  }
+  Status build_units();
+  Status build_p2p();
+  Status build_collectives();
+  Error op_error(std::size_t g, const std::string& what) const;
+
+  void on_event(const Event& e);
+  void on_transfer_done(std::uint64_t token);
+  void post_unit(std::int32_t unit);
+  void start_op(std::size_t g);
+  void start_p2p(std::size_t send_g);
+  void start_collective(std::uint32_t inst);
+  void complete_op(std::size_t g);
+  void complete_collective(std::uint32_t inst);
+  /// Completes the zero-time ops (alloc, free) queued while handling the current event, in
+  /// order; they may release more. Cheaper than a zero-delay event per op, and not recursive.
+  void drain() {
+    for (std::size_t i = 0; i < immediate_.size(); ++i)
+      complete_op(immediate_[i]);
+    immediate_.clear();
+  }
+  void release(std::int32_t unit) {
+    if (--unit_remaining_[idx(unit)] == 0) post_unit(unit);
+  }
+  void account(ir::Rank r) {
+    RankClock& c = clock_[idx(r)];
+    const SimTime now = engine_.now();
+    if (c.compute_running > 0) {
+      res_.rank_times[idx(r)].compute += now - c.last;
+    } else if (c.comm_running > 0) {
+      res_.rank_times[idx(r)].exposed_comm += now - c.last;
+    }
+    c.last = now;
+  }
+
+  const ir::Program& program_;
+  const topo::Topology& topology_;
+  ExecOptions options_;
+  ComputeModel compute_;
+  Engine engine_;
+  NetworkModel network_;
+  CollectivePlanner planner_;
+  HandlerId handler_ = 0;
+  std::unique_ptr<MemoryModel> memory_;
+
+  ExecutionResult res_;
+  std::size_t total_ops_ = 0;
+  std::size_t completed_ = 0;
+  BigVector<RtOp> rt_;  ///< by global op index
+  BigVector<std::uint32_t> immediate_;
+  BigVector<std::int32_t> unit_remaining_;
+  BigVector<std::int32_t> unit_pending_;
+  BigVector<std::int32_t> unit_next_;
+  BigVector<std::uint32_t> unit_op_offset_;
+  BigVector<std::uint32_t> unit_ops_;
+  BigVector<std::uint32_t> dependents_offset_;
+  BigVector<std::int32_t> dependents_;
+  std::vector<Instance> instances_;
+  BigVector<std::int32_t> inst_ops_;
+  std::vector<RankClock> clock_;
+  std::vector<CollectiveTransfer> scratch_transfers_;
+  std::vector<topo::LinkId> scratch_links_;
+};
+
+}  // namespace tawpipe::sim::detail

@@ -1,0 +1,245 @@
+// The executor's tables (executor_impl.h), built once before the event loop: units (single ops
+// or NCCL groups) with their stream successor, dependents in CSR form, send/recv pairs matched
+// in issue order, collective instances, and the memory model. All checks that a program fits
+// the executor's assumptions happen here, so the event loop never fails.
+#include "sim/run/executor_impl.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace tawpipe::sim::detail {
+
+Error Executor::op_error(std::size_t g, const std::string& what) const {
+  const ir::Rank r = rt_[g].rank;
+  const ir::Op& op = op_at(g);
+  const char* kind = op.kind == ir::OpKind::compute      ? ir::name(op.compute)
+                     : op.kind == ir::OpKind::collective ? ir::name(op.collective)
+                                                         : ir::name(op.kind);
+  return make_error("rank " + std::to_string(r) + " op " +
+                    std::to_string(g - res_.rank_offset[idx(r)]) + " (" + kind + "): " + what);
+}
+
+Status Executor::build_units() {
+  const std::size_t ranks = program_.ranks.size();
+  res_.rank_offset.assign(ranks + 1, 0);
+  for (std::size_t r = 0; r < ranks; ++r)
+    res_.rank_offset[r + 1] = res_.rank_offset[r] + program_.ranks[r].ops.size();
+  total_ops_ = res_.rank_offset[ranks];
+  rt_.resize(total_ops_);
+  unit_remaining_.reserve(total_ops_);
+  unit_next_.reserve(total_ops_);
+  std::vector<std::int32_t> last_unit(program_.streams.size());
+  std::vector<std::int32_t> last_group(program_.streams.size());  // group of last_unit
+  unit_pending_.reserve(total_ops_);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
+    const ir::RankProgram& rp = program_.ranks[r];
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const std::size_t g = res_.rank_offset[r] + i;
+      const ir::Op& op = rp.ops[i];
+      RtOp& rt = rt_[g];
+      rt.rank = static_cast<ir::Rank>(r);
+      rt.kind = op.kind;
+      switch (op.kind) {
+        case ir::OpKind::compute:
+          if (op.cost != ir::kNone) rt.bytes = program_.costs[idx(op.cost)].workspace_bytes;
+          rt.duration = compute_.op_time(rt.rank, op);
+          break;
+        case ir::OpKind::copy:
+          rt.bytes = op.bytes;
+          rt.duration = compute_.op_time(rt.rank, op);
+          break;
+        case ir::OpKind::alloc:
+        case ir::OpKind::free:
+          // Every buffer the op lists is allocated (freed) at once: the op moves their sum.
+          for (const ir::BufferId b : ir::writes(rp, op))
+            rt.bytes += rp.buffers[idx(b)].size.count();
+          break;
+        default:
+          rt.bytes = op.bytes;
+          break;
+      }
+      if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");
+      const std::int32_t prev = last_unit[op.stream];
+      if (op.group != ir::kNone && prev != kNoUnit && last_group[op.stream] == op.group) {
+        rt.unit = prev;
+        ++unit_pending_[idx(prev)];
+        continue;
+      }
+      const auto u = static_cast<std::int32_t>(unit_pending_.size());
+      last_group[op.stream] = op.group;
+      unit_pending_.push_back(1);
+      unit_remaining_.push_back(prev == kNoUnit ? 0 : 1);
+      unit_next_.push_back(kNoUnit);
+      if (prev != kNoUnit) unit_next_[idx(prev)] = u;
+      last_unit[op.stream] = u;
+      rt.unit = u;
+    }
+  }
+  const std::size_t units = unit_pending_.size();
+  unit_op_offset_.assign(units + 1, 0);
+  for (std::size_t u = 0; u < units; ++u)
+    unit_op_offset_[u + 1] = unit_op_offset_[u] + static_cast<std::uint32_t>(unit_pending_[u]);
+  unit_ops_.resize(total_ops_);
+  BigVector<std::uint32_t> fill(unit_op_offset_.begin(), unit_op_offset_.end() - 1);
+  for (std::size_t g = 0; g < total_ops_; ++g)
+    unit_ops_[fill[idx(rt_[g].unit)]++] = static_cast<std::uint32_t>(g);
+  // Dependents (CSR): op d -> units waiting for it. Dependencies inside one group are dropped:
+  // the group is posted as a whole.
+  dependents_offset_.assign(total_ops_ + 1, 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    BigVector<std::uint32_t> cursor;
+    if (pass == 1) {
+      for (std::size_t g = 0; g < total_ops_; ++g)
+        dependents_offset_[g + 1] += dependents_offset_[g];
+      dependents_.resize(dependents_offset_[total_ops_]);
+      cursor.assign(dependents_offset_.begin(), dependents_offset_.end() - 1);
+    }
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const ir::RankProgram& rp = program_.ranks[r];
+      const ir::OpIndex* pool = rp.dep_pool.data();
+      for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+        const std::size_t g = res_.rank_offset[r] + i;
+        const ir::Op& op = rp.ops[i];
+        for (std::uint32_t k = 0; k < op.deps_count; ++k) {
+          const ir::OpIndex d = pool[op.deps_offset + k];
+          if (d < 0 || idx(d) >= i) return op_error(g, "dependency on a later op");
+          const std::size_t dg = res_.rank_offset[r] + idx(d);
+          if (rt_[dg].unit == rt_[g].unit) continue;
+          if (pass == 0) {
+            ++dependents_offset_[dg + 1];
+            ++unit_remaining_[idx(rt_[g].unit)];
+          } else {
+            dependents_[cursor[dg]++] = rt_[g].unit;
+          }
+        }
+      }
+    }
+  }
+  return Status::success();
+}
+
+Status Executor::build_p2p() {
+  struct Entry {
+    std::uint64_t key;
+    std::uint32_t ordinal;
+    std::uint8_t is_recv;
+    std::uint32_t g;
+  };
+  std::vector<Entry> entries;
+  std::unordered_map<std::uint64_t, std::uint32_t> sends, recvs;
+  const std::uint64_t ranks = program_.ranks.size();
+  if (ranks >= (1u << 21)) return make_error("too many ranks for the simulator (max 2^21)");
+  for (std::size_t g = 0; g < total_ops_; ++g) {
+    const ir::Op& op = op_at(g);
+    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
+    if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
+      return op_error(g, "peer rank out of range");
+    const auto me = static_cast<std::uint64_t>(rt_[g].rank);
+    const auto peer = static_cast<std::uint64_t>(op.peer);
+    const bool is_recv = op.kind == ir::OpKind::recv;
+    const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
+                              ((is_recv ? peer : me) << 21) | (is_recv ? me : peer);
+    auto& counter = is_recv ? recvs[key] : sends[key];
+    entries.push_back(Entry{key, counter++, static_cast<std::uint8_t>(is_recv ? 1 : 0),
+                            static_cast<std::uint32_t>(g)});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.key != b.key) return a.key < b.key;
+    if (a.ordinal != b.ordinal) return a.ordinal < b.ordinal;
+    return a.is_recv < b.is_recv;
+  });
+  for (std::size_t i = 0; i < entries.size();) {
+    const bool pair = i + 1 < entries.size() && entries[i].key == entries[i + 1].key &&
+                      entries[i].ordinal == entries[i + 1].ordinal && entries[i].is_recv == 0 &&
+                      entries[i + 1].is_recv == 1;
+    if (!pair)
+      return op_error(entries[i].g, entries[i].is_recv != 0 ? "receive without a matching send"
+                                                            : "send without a matching receive");
+    rt_[entries[i].g].link = static_cast<std::int32_t>(entries[i + 1].g);
+    rt_[entries[i + 1].g].link = static_cast<std::int32_t>(entries[i].g);
+    i += 2;
+  }
+  return Status::success();
+}
+
+Status Executor::build_collectives() {
+  const std::size_t comms = program_.communicators.size();
+  std::vector<std::vector<std::pair<ir::Rank, std::int32_t>>> position(comms);
+  std::vector<std::vector<std::uint32_t>> ordinal(comms);
+  std::vector<std::vector<std::int32_t>> by_ordinal(comms);
+  for (std::size_t c = 0; c < comms; ++c) {
+    const auto& members = program_.communicators[c].members;
+    for (std::size_t i = 0; i < members.size(); ++i)
+      position[c].emplace_back(members[i], static_cast<std::int32_t>(i));
+    std::sort(position[c].begin(), position[c].end());
+    ordinal[c].assign(members.size(), 0);
+  }
+  const auto find = [&](std::size_t c, ir::Rank r) -> std::int32_t {
+    const auto& v = position[c];
+    const auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(r, std::int32_t{-1}));
+    return it != v.end() && it->first == r ? it->second : -1;
+  };
+  for (std::size_t g = 0; g < total_ops_; ++g) {
+    const ir::Op& op = op_at(g);
+    if (op.kind != ir::OpKind::collective) continue;
+    if (op.comm < 0 || idx(op.comm) >= comms) return op_error(g, "communicator out of range");
+    const std::size_t c = idx(op.comm);
+    const std::int32_t pos = find(c, rt_[g].rank);
+    if (pos < 0) return op_error(g, "rank is not a member of its communicator");
+    const std::uint32_t k = ordinal[c][idx(pos)]++;
+    if (k == by_ordinal[c].size()) {
+      Instance inst;
+      inst.comm = op.comm;
+      inst.ops_offset = static_cast<std::uint32_t>(inst_ops_.size());
+      const bool rooted = op.collective == ir::CollectiveKind::broadcast ||
+                          op.collective == ir::CollectiveKind::reduce;
+      inst.root_member = rooted ? find(c, op.peer) : -1;
+      inst.members = static_cast<std::int32_t>(program_.communicators[c].members.size());
+      if (rooted && inst.root_member < 0) return op_error(g, "root is not a member");
+      inst_ops_.resize(inst_ops_.size() + program_.communicators[c].members.size(), -1);
+      by_ordinal[c].push_back(static_cast<std::int32_t>(instances_.size()));
+      instances_.push_back(inst);
+    }
+    const std::int32_t id = by_ordinal[c][k];
+    rt_[g].link = id;
+    inst_ops_[instances_[idx(id)].ops_offset + idx(pos)] = static_cast<std::int32_t>(g);
+  }
+  for (std::size_t c = 0; c < comms; ++c) {
+    const auto& members = program_.communicators[c].members;
+    for (std::size_t k = 0; k < by_ordinal[c].size(); ++k) {
+      const Instance& inst = instances_[idx(by_ordinal[c][k])];
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        if (inst_ops_[inst.ops_offset + m] < 0)
+          return make_error("collective #" + std::to_string(k) + " on communicator '" +
+                            program_.communicators[c].name + "': rank " +
+                            std::to_string(members[m]) + " never issues it");
+      }
+    }
+  }
+  return Status::success();
+}
+
+Status Executor::prepare() {
+  TAWPIPE_TRY(build_units());
+  TAWPIPE_TRY(build_p2p());
+  TAWPIPE_TRY(build_collectives());
+  const std::size_t ranks = program_.ranks.size();
+  std::vector<std::uint64_t> persistent(ranks, 0), capacity(ranks, 0);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (const ir::Buffer& b : program_.ranks[r].buffers) {
+      if (b.persistent) persistent[r] += b.size.count();
+    }
+    capacity[r] = topology_.device(program_.header.placement[r]).memory_capacity.count();
+  }
+  memory_ = std::make_unique<MemoryModel>(std::move(persistent), capacity, options_.memory);
+  res_.op_start.assign(total_ops_, SimTime());
+  res_.op_end.assign(total_ops_, SimTime());
+  res_.rank_times.assign(ranks, RankTimes{});
+  res_.intra_node_bytes_sent.assign(ranks, 0.0);
+  res_.inter_node_bytes_sent.assign(ranks, 0.0);
+  clock_.assign(ranks, RankClock{});
+  return Status::success();
+}
+
+}  // namespace tawpipe::sim::detail

@@ -1,0 +1,79 @@
+// The executor's transfers (executor_impl.h): a matched send/recv pair becomes one network flow
+// along its route; a collective instance becomes one solver variable over all its rings or tree
+// channels (sim/network/collectives.h). Completions come back as tokens.
+#include "sim/run/executor_impl.h"
+
+#include <algorithm>
+
+namespace tawpipe::sim::detail {
+
+void Executor::on_transfer_done(std::uint64_t token) {
+  if ((token & kCollectiveToken) != 0) {
+    const auto inst = static_cast<std::uint32_t>(token & ~kCollectiveToken);
+    if (--instances_[inst].outstanding == 0) complete_collective(inst);
+    drain();
+    return;
+  }
+  const std::size_t send_g = idx(token);
+  const std::size_t recv_g = idx(rt_[send_g].link);
+  complete_op(send_g);
+  complete_op(recv_g);
+  drain();
+}
+
+void Executor::start_p2p(std::size_t send_g) {
+  const RtOp& op = rt_[send_g];
+  const ir::Rank src = op.rank;
+  const ir::Rank dst = rt_[idx(op.link)].rank;
+  const auto& placement = program_.header.placement;
+  const topo::GpuId a = placement[idx(src)];
+  const topo::GpuId b = placement[idx(dst)];
+  const auto bytes = static_cast<double>(op.bytes);
+  if (topology_.node_of(a) == topology_.node_of(b)) {
+    res_.intra_node_bytes_sent[idx(src)] += bytes;
+  } else {
+    res_.inter_node_bytes_sent[idx(src)] += bytes;
+  }
+  const auto route = topology_.route(a, b);
+  network_.start(route, bytes, network_.path_latency(route), send_g);
+}
+
+void Executor::start_collective(std::uint32_t inst) {
+  Instance& in = instances_[inst];
+  const std::size_t first = idx(inst_ops_[in.ops_offset]);
+  const ir::Op& op = op_at(first);
+  if (planner_.transfers(op, in.comm, in.root_member, scratch_transfers_) == AllReduceAlgo::tree)
+    ++res_.tree_all_reduces;
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  // All rings (tree channels) of the collective form ONE solver variable (collectives.h): links
+  // used several times get the summed coefficient, and the collective ends with its slowest
+  // channel.
+  scratch_links_.clear();
+  SimTime latency;
+  for (const CollectiveTransfer& t : scratch_transfers_) {
+    for (std::size_t e = 0; e < t.edges.size(); ++e) {
+      if (static_cast<std::int32_t>(e) == t.skipped_edge) continue;
+      const RingEdge& edge = t.edges[e];
+      auto& counter = edge.inter_node ? res_.inter_node_bytes_sent : res_.intra_node_bytes_sent;
+      counter[idx(members[idx(edge.src)])] += t.data_bytes;
+    }
+    scratch_links_.insert(scratch_links_.end(), t.links.begin(), t.links.end());
+    latency = std::max(latency, t.latency);
+  }
+  if (!scratch_transfers_.empty()) {
+    in.outstanding = 1;
+    network_.start(scratch_links_, scratch_transfers_.front().bytes, latency,
+                   kCollectiveToken | inst);
+  }
+  if (scratch_transfers_.empty())
+    engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});
+}
+
+void Executor::complete_collective(std::uint32_t inst) {
+  const Instance& in = instances_[inst];
+  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+  for (std::size_t m = 0; m < n; ++m)
+    complete_op(idx(inst_ops_[in.ops_offset + m]));
+}
+
+}  // namespace tawpipe::sim::detail
