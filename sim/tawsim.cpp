@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/strings.h"
 #include "sim/cli/cli.h"
 
 int main(int argc, char** argv) {
@@ -17,11 +18,21 @@ int main(int argc, char** argv) {
         {"compare", tawpipe::cli::compare_command},
         {"collectives", tawpipe::cli::collectives_command},
     };
+    std::vector<std::string> names;
     for (const auto& [name, command] : commands) {
+      names.emplace_back(name);
       if (!args.empty() && args.front() == name) {
         args.erase(args.begin());
         return command(args);
       }
+    }
+    // A first word that is no option and no sub-command is a typo (or a sub-command this version
+    // lacks): refuse it rather than silently running the default job.
+    if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
+      std::fprintf(stderr, "tawsim: unknown sub-command '%s'%s; known: %s (see tawsim --help)\n",
+                   args.front().c_str(), tawpipe::did_you_mean(args.front(), names).c_str(),
+                   tawpipe::join(names, ", ").c_str());
+      return tawpipe::cli::kExitUsage;
     }
     return tawpipe::cli::main_command(args);
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include "common/ir/json.h"
 #include "common/ir/verifier.h"
 #include "common/model/presets.h"
+#include "common/strings.h"
 #include "common/topology/describe.h"
 #include "common/topology/loader.h"
 #include "common/units.h"
@@ -289,7 +290,22 @@ int main_command(const std::vector<std::string>& args) {
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(all).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(args).options(all).run();
+    // Boost keeps words that belong to no option as positional tokens and `store` drops them:
+    // refuse them instead (`tawsim --topology 3x8-a100 tawpipe` would otherwise run all methods).
+    for (const po::option& opt : parsed.options) {
+      if (opt.position_key < 0 || opt.original_tokens.empty()) continue;
+      const std::string& word = opt.original_tokens.front();
+      std::vector<std::string> names;
+      for (const auto& d : all.options())
+        names.push_back(d->long_name());
+      const std::string near = closest_match(word, names);
+      return fail(make_error("unexpected argument '" + word + "'" +
+                             (near.empty() ? std::string(" (options start with --")
+                                           : " (did you mean '--" + near + "'?") +
+                             "; see tawsim --help)"));
+    }
+    po::store(parsed, vm);
     po::notify(vm);
   } catch (const po::error& e) {
     return fail(make_error(std::string(e.what()) + " (see tawsim --help)"));
