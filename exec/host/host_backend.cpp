@@ -1,6 +1,9 @@
 #include "exec/host/host_backend.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -8,11 +11,13 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "exec/host/compute_ops.h"
+#include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
 #include "exec/math/init.h"
 
@@ -25,16 +30,11 @@ Nanos clock_now() {
       .count();
 }
 
-int to_int(std::uint64_t v) {
-  return static_cast<int>(std::min<std::uint64_t>(v, 0x7fffffff));
-}
-
-/// An MPI operation in flight.
-struct InFlight {
-  ir::OpIndex op = ir::kNone;
-  Nanos start = 0;
-  std::vector<float> temp;           ///< staging for in-place reduce-scatter
-  ir::BufferId copy_to = ir::kNone;  ///< copy `temp` here on completion
+/// One IR stream's thread and its queue of batches (one op, or one IR group).
+struct StreamThread {
+  std::thread thread;
+  std::deque<std::vector<ir::OpIndex>> queue;  ///< guarded by Impl::mu
+  std::condition_variable cv;
 };
 
 }  // namespace
@@ -47,26 +47,22 @@ struct HostBackend::Impl {
   std::vector<std::vector<float>> data;
   std::vector<std::uint8_t> alive;
   std::uint64_t live_bytes = 0, peak_bytes = 0;
-  std::vector<MpiComm> comms;
-  std::vector<std::vector<int>> comm_rank;  ///< [comm][global rank] -> rank in comm, or -1
-  std::vector<int> tags;                    ///< per op: p2p tag
+  std::vector<MpiComm> comms;                    ///< per IR communicator: point-to-point
+  std::vector<std::vector<MpiComm>> coll_comms;  ///< [comm][stream]: collectives
+  std::vector<std::vector<int>> comm_rank;       ///< [comm][global rank] -> rank in comm, or -1
+  std::vector<int> tags;                         ///< per op: p2p tag
   int tag_ub = 32767;
 
-  // MPI progress (main thread only).
-  std::vector<MPI_Request> requests;
-  std::vector<InFlight> in_flight;
-  std::vector<Completion> local_done;  ///< alloc/free/copy completed inline
+  std::vector<Completion> local_done;  ///< alloc/free completed inline (interpreter thread)
 
-  // Compute worker.
-  std::thread worker;
+  // Stream threads. `mu` guards the queues, `finished`, `error` and `loss_sum`.
+  std::vector<std::unique_ptr<StreamThread>> streams;  ///< by stream id; null when unused
   std::mutex mu;
-  std::condition_variable work_cv, done_cv;
-  std::deque<ir::OpIndex> work;
-  std::vector<Completion> compute_done;
-  std::optional<Error> worker_error;
+  std::condition_variable done_cv;
+  std::vector<Completion> finished;
+  std::optional<Error> error;
   double loss_sum = 0.0;
-  std::size_t compute_in_flight = 0;  ///< main thread's count
-  bool stop = false;
+  std::atomic<bool> stop{false};
 
   Expected<std::span<float>> access(ir::BufferId b) {
     const auto u = static_cast<std::size_t>(b);
@@ -99,49 +95,212 @@ struct HostBackend::Impl {
     std::vector<float>().swap(data[u]);
   }
 
-  void worker_loop() {
+  void stream_loop(StreamThread& st) {
+    // Sleeps of the MPI waits (mpi_ops.h) are microseconds: without this, Linux rounds every
+    // sleep of a normal thread up by its 50 us default timer slack.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    std::vector<Completion> out;
     for (;;) {
-      ir::OpIndex op;
+      std::vector<ir::OpIndex> batch;
       {
         std::unique_lock lock(mu);
-        work_cv.wait(lock, [&] { return stop || !work.empty(); });
-        if (stop) return;
-        op = work.front();
-        work.pop_front();
+        st.cv.wait(lock, [&] { return stop.load() || !st.queue.empty(); });
+        if (stop.load()) return;
+        batch = std::move(st.queue.front());
+        st.queue.pop_front();
       }
-      const Nanos start = clock_now();
-      auto result =
-          run_compute(*program, rank, op, ctx, [this](ir::BufferId b) { return access(b); });
-      const Nanos end = clock_now();
+      out.clear();
+      double loss = 0.0;
+      Status status = run_batch(batch, out, loss);
       {
         std::lock_guard lock(mu);
-        if (!result.ok()) {
-          if (!worker_error) worker_error = result.error();
-        } else {
-          loss_sum += *result;
-        }
-        compute_done.push_back(Completion{op, start, end});
+        if (!status.ok() && !error) error = status.error();
+        loss_sum += loss;
+        finished.insert(finished.end(), out.begin(), out.end());
       }
       done_cv.notify_all();
     }
   }
 
-  Status post_collective(ir::OpIndex index, const ir::Op& op);
-  Status post(ir::OpIndex index);
+  Status run_batch(std::span<const ir::OpIndex> batch, std::vector<Completion>& out, double& loss);
+  Status post_comm(ir::OpIndex index, PostedOp& posted);
+  Status prepare_comms(const ir::Program& program);
 };
+
+namespace {
+
+std::string at_op(ir::Rank rank, ir::OpIndex index, const Error& e) {
+  return "rank " + std::to_string(rank) + " op " + std::to_string(index) + ": " + e.message;
+}
+
+}  // namespace
+
+Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
+  const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
+  const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
+  const auto c = static_cast<std::size_t>(op.comm);
+  if (op.kind == ir::OpKind::send || op.kind == ir::OpKind::recv) {
+    const bool is_send = op.kind == ir::OpKind::send;
+    auto buf = access(is_send ? ir::reads(rp, op)[0] : ir::writes(rp, op)[0]);
+    if (!buf.ok()) return buf.error();
+    return post_p2p(is_send, buf->data(), op.bytes, comm_rank[c][static_cast<std::size_t>(op.peer)],
+                    tags[static_cast<std::size_t>(index)], comms[c].get(), posted);
+  }
+  const auto reads = ir::reads(rp, op);
+  const auto writes = ir::writes(rp, op);
+  if (reads.empty() || writes.empty()) return make_error("collective without buffers");
+  auto send = access(reads[0]);
+  if (!send.ok()) return send.error();
+  auto recv = access(writes[0]);
+  if (!recv.ok()) return recv.error();
+  CollectiveArgs args;
+  args.kind = op.collective;
+  args.send = send->data();
+  args.recv = recv->data();
+  args.bytes = op.bytes;
+  args.me = comm_rank[c][static_cast<std::size_t>(rank)];
+  args.size = static_cast<int>(program->communicators[c].members.size());
+  if (op.peer != ir::kNone) args.root = comm_rank[c][static_cast<std::size_t>(op.peer)];
+  args.comm = coll_comms[c][op.stream].get();
+  return post_collective(args, posted);
+}
+
+Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
+                                    std::vector<Completion>& out, double& loss) {
+  const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
+  std::vector<PostedOp> posted;
+  std::vector<ir::OpIndex> posted_op;
+  std::vector<Nanos> posted_at;
+  posted.reserve(batch.size());
+  for (ir::OpIndex index : batch) {
+    const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
+    const Nanos start = clock_now();
+    auto fail = [&](const Error& e) { return make_error(at_op(rank, index, e)); };
+    switch (op.kind) {
+      case ir::OpKind::compute: {
+        auto result =
+            run_compute(*program, rank, index, ctx, [this](ir::BufferId b) { return access(b); });
+        if (!result.ok()) return fail(result.error());
+        loss += *result;
+        out.push_back({index, start, clock_now()});
+        break;
+      }
+      case ir::OpKind::copy: {
+        auto src = access(ir::reads(rp, op)[0]);
+        if (!src.ok()) return fail(src.error());
+        auto dst = access(ir::writes(rp, op)[0]);
+        if (!dst.ok()) return fail(dst.error());
+        const std::size_t n =
+            std::min({src->size(), dst->size(), static_cast<std::size_t>(op.bytes / 4)});
+        std::copy(src->begin(), src->begin() + static_cast<std::ptrdiff_t>(n), dst->begin());
+        out.push_back({index, start, clock_now()});
+        break;
+      }
+      case ir::OpKind::send:
+      case ir::OpKind::recv:
+      case ir::OpKind::collective: {
+        posted.emplace_back();
+        Status s = post_comm(index, posted.back());
+        if (!s.ok()) return fail(s.error());
+        posted_op.push_back(index);
+        posted_at.push_back(start);
+        break;
+      }
+      default:
+        return fail(make_error("op kind cannot run on a stream thread"));
+    }
+  }
+  if (posted.empty()) return Status::success();
+  Status s = wait_all(
+      posted,
+      [&](std::size_t i) {
+        out.push_back({posted_op[i], posted_at[i], clock_now()});
+      },
+      &stop);
+  if (!s.ok()) return make_error(at_op(rank, posted_op.front(), s.error()));
+  return Status::success();
+}
+
+Status HostBackend::Impl::prepare_comms(const ir::Program& p) {
+  // Which streams carry the collectives of each communicator: the k-th collective must be on the
+  // same stream on every member (each (communicator, stream) is one MPI communicator).
+  const std::size_t ncomm = p.communicators.size();
+  std::vector<std::vector<ir::StreamId>> order(ncomm);  // stream of the k-th collective
+  std::vector<std::size_t> seen(ncomm);                 // collectives of rank r so far
+  std::vector<std::set<ir::StreamId>> used(ncomm);
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    std::fill(seen.begin(), seen.end(), 0);
+    for (const ir::Op& op : p.ranks[r].ops) {
+      if (op.kind != ir::OpKind::collective) continue;
+      const auto c = static_cast<std::size_t>(op.comm);
+      const std::size_t k = seen[c]++;
+      if (k == order[c].size()) order[c].push_back(op.stream);
+      if (order[c][k] != op.stream) {
+        return make_error("host backend: collective #" + std::to_string(k) + " of communicator '" +
+                          p.communicators[c].name + "' is on stream '" + p.streams[op.stream] +
+                          "' on rank " + std::to_string(r) + " but on stream '" +
+                          p.streams[order[c][k]] + "' on another member");
+      }
+      used[c].insert(op.stream);
+    }
+  }
+  // Communicators, created in id order by their members only (deadlock-free: every member
+  // walks the same increasing sequence).
+  int world = 0;
+  TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  void* ub = nullptr;
+  int flag = 0;
+  TAWPIPE_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
+  if (flag && ub) tag_ub = *static_cast<int*>(ub);
+  MPI_Group world_group;
+  TAWPIPE_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+  MpiGroup world_owner(world_group);
+  comms.clear();
+  comms.resize(ncomm);
+  coll_comms.clear();
+  coll_comms.resize(ncomm);
+  comm_rank.assign(ncomm, std::vector<int>(static_cast<std::size_t>(world), -1));
+  int tag = 0;
+  for (std::size_t c = 0; c < ncomm; ++c) {
+    const auto& members = p.communicators[c].members;
+    for (std::size_t i = 0; i < members.size(); ++i)
+      comm_rank[c][static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+    if (comm_rank[c][static_cast<std::size_t>(rank)] < 0) {
+      tag += 1 + static_cast<int>(used[c].size());
+      continue;
+    }
+    MPI_Group g;
+    TAWPIPE_MPI(MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &g));
+    MpiGroup owner(g);
+    auto create = [&](MpiComm& out) -> Status {
+      MPI_Comm comm = MPI_COMM_NULL;
+      TAWPIPE_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, g, tag++ % 32768, &comm));
+      out = MpiComm(comm);
+      return Status::success();
+    };
+    TAWPIPE_TRY(create(comms[c]));
+    coll_comms[c].resize(p.streams.size());
+    for (ir::StreamId s : used[c])
+      TAWPIPE_TRY(create(coll_comms[c][s]));
+  }
+  return Status::success();
+}
 
 HostBackend::HostBackend(HostOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
 }
 
 HostBackend::~HostBackend() {
-  if (impl_->worker.joinable()) {
-    {
-      std::lock_guard lock(impl_->mu);
-      impl_->stop = true;
-    }
-    impl_->work_cv.notify_all();
-    impl_->worker.join();
+  Impl& m = *impl_;
+  {
+    std::lock_guard lock(m.mu);
+    m.stop = true;
+  }
+  for (auto& st : m.streams) {
+    if (st) st->cv.notify_all();
+  }
+  for (auto& st : m.streams) {
+    if (st && st->thread.joinable()) st->thread.join();
   }
 }
 
@@ -174,34 +333,7 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   m.ctx.grad_scale = static_cast<float>(
       1.0 / (static_cast<double>(samples) * static_cast<double>(dims->tokens())));
 
-  // Communicators, created in id order by their members only (deadlock-free: every member
-  // walks the same increasing sequence).
-  int world = 0;
-  TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  void* ub = nullptr;
-  int flag = 0;
-  TAWPIPE_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
-  if (flag && ub) m.tag_ub = *static_cast<int*>(ub);
-  MPI_Group world_group;
-  TAWPIPE_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
-  MpiGroup world_owner(world_group);
-  m.comms.clear();
-  m.comms.resize(program.communicators.size());
-  m.comm_rank.assign(program.communicators.size(),
-                     std::vector<int>(static_cast<std::size_t>(world), -1));
-  for (std::size_t c = 0; c < program.communicators.size(); ++c) {
-    const auto& members = program.communicators[c].members;
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      m.comm_rank[c][static_cast<std::size_t>(members[i])] = static_cast<int>(i);
-    }
-    if (m.comm_rank[c][static_cast<std::size_t>(rank)] < 0) continue;
-    MPI_Group g;
-    TAWPIPE_MPI(MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &g));
-    MpiGroup owner(g);
-    MPI_Comm comm = MPI_COMM_NULL;
-    TAWPIPE_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, g, static_cast<int>(c % 32768), &comm));
-    m.comms[c] = MpiComm(comm);
-  }
+  TAWPIPE_TRY(m.prepare_comms(program));
 
   // Point-to-point tags: the k-th send (recv) to (from) a peer on a communicator gets tag k.
   const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
@@ -230,7 +362,15 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
                                  static_cast<std::size_t>(buf.initial.piece) * n, m.data[b]);
     }
   }
-  if (!m.worker.joinable()) m.worker = std::thread([this] { impl_->worker_loop(); });
+  // One thread per stream this rank uses (a second prepare() keeps the running ones).
+  m.streams.resize(program.streams.size());
+  for (const ir::Op& op : rp.ops) {
+    auto& st = m.streams[op.stream];
+    if (st) continue;
+    st = std::make_unique<StreamThread>();
+    StreamThread* raw = st.get();
+    st->thread = std::thread([this, raw] { impl_->stream_loop(*raw); });
+  }
   return Status::success();
 }
 
@@ -253,195 +393,49 @@ Status HostBackend::begin_iteration(std::int64_t step) {
   return Status::success();
 }
 
-Status HostBackend::Impl::post_collective(ir::OpIndex index, const ir::Op& op) {
-  const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
-  const auto c = static_cast<std::size_t>(op.comm);
-  MPI_Comm comm = comms[c].get();
-  const int size = static_cast<int>(program->communicators[c].members.size());
-  const int me = comm_rank[c][static_cast<std::size_t>(rank)];
-  const auto reads = ir::reads(rp, op);
-  const auto writes = ir::writes(rp, op);
-  if (reads.empty() || writes.empty()) return make_error("collective without buffers");
-  auto send = access(reads[0]);
-  if (!send.ok()) return send.error();
-  auto recv = access(writes[0]);
-  if (!recv.ok()) return recv.error();
-  const bool in_place = reads[0] == writes[0];
-  InFlight f;
-  f.op = index;
-  f.start = clock_now();
-  MPI_Request req = MPI_REQUEST_NULL;
-  const int count = to_int(op.bytes / 4);  // floats
-  switch (op.collective) {
-    case ir::CollectiveKind::broadcast: {
-      const int root = comm_rank[c][static_cast<std::size_t>(op.peer)];
-      if (root == me && !in_place) std::memcpy(recv->data(), send->data(), op.bytes);
-      TAWPIPE_MPI(MPI_Ibcast(recv->data(), to_int(op.bytes), MPI_BYTE, root, comm, &req));
-      break;
-    }
-    case ir::CollectiveKind::reduce: {
-      const int root = comm_rank[c][static_cast<std::size_t>(op.peer)];
-      const void* sbuf = (root == me && in_place) ? MPI_IN_PLACE : send->data();
-      TAWPIPE_MPI(MPI_Ireduce(sbuf, recv->data(), count, MPI_FLOAT, MPI_SUM, root, comm, &req));
-      break;
-    }
-    case ir::CollectiveKind::all_reduce: {
-      const void* sbuf = in_place ? MPI_IN_PLACE : send->data();
-      TAWPIPE_MPI(MPI_Iallreduce(sbuf, recv->data(), count, MPI_FLOAT, MPI_SUM, comm, &req));
-      break;
-    }
-    case ir::CollectiveKind::all_gather: {
-      const int piece = count / size;
-      const void* sbuf = in_place ? MPI_IN_PLACE : send->data();
-      TAWPIPE_MPI(
-          MPI_Iallgather(sbuf, piece, MPI_FLOAT, recv->data(), piece, MPI_FLOAT, comm, &req));
-      break;
-    }
-    case ir::CollectiveKind::reduce_scatter: {
-      const int piece = count / size;
-      float* out = recv->data();
-      if (in_place) {
-        f.temp.assign(static_cast<std::size_t>(piece), 0.0f);
-        f.copy_to = writes[0];
-        out = f.temp.data();
-      }
-      TAWPIPE_MPI(
-          MPI_Ireduce_scatter_block(send->data(), out, piece, MPI_FLOAT, MPI_SUM, comm, &req));
-      break;
-    }
-  }
-  requests.push_back(req);
-  in_flight.push_back(std::move(f));
-  return Status::success();
-}
-
-Status HostBackend::Impl::post(ir::OpIndex index) {
-  const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
-  const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
-  const std::string where = "rank " + std::to_string(rank) + " op " + std::to_string(index) + ": ";
-  auto fail = [&](const Error& e) { return make_error(where + e.message); };
-  const Nanos t = clock_now();
-  switch (op.kind) {
-    case ir::OpKind::compute: {
-      {
-        std::lock_guard lock(mu);
-        work.push_back(index);
-      }
-      ++compute_in_flight;
-      work_cv.notify_one();
-      return Status::success();
-    }
-    case ir::OpKind::alloc:
-      for (ir::BufferId b : ir::writes(rp, op))
-        make_alive(b);
-      local_done.push_back({index, t, clock_now()});
-      return Status::success();
-    case ir::OpKind::free:
-      for (ir::BufferId b : ir::writes(rp, op))
-        kill(b);
-      local_done.push_back({index, t, clock_now()});
-      return Status::success();
-    case ir::OpKind::copy: {
-      auto src = access(ir::reads(rp, op)[0]);
-      if (!src.ok()) return fail(src.error());
-      auto dst = access(ir::writes(rp, op)[0]);
-      if (!dst.ok()) return fail(dst.error());
-      const std::size_t n =
-          std::min({src->size(), dst->size(), static_cast<std::size_t>(op.bytes / 4)});
-      std::copy(src->begin(), src->begin() + static_cast<std::ptrdiff_t>(n), dst->begin());
-      local_done.push_back({index, t, clock_now()});
-      return Status::success();
-    }
-    case ir::OpKind::send:
-    case ir::OpKind::recv: {
-      const bool is_send = op.kind == ir::OpKind::send;
-      const auto c = static_cast<std::size_t>(op.comm);
-      const int peer = comm_rank[c][static_cast<std::size_t>(op.peer)];
-      auto buf = access(is_send ? ir::reads(rp, op)[0] : ir::writes(rp, op)[0]);
-      if (!buf.ok()) return fail(buf.error());
-      MPI_Request req = MPI_REQUEST_NULL;
-      const int tag = tags[static_cast<std::size_t>(index)];
-      if (is_send) {
-        TAWPIPE_MPI(
-            MPI_Isend(buf->data(), to_int(op.bytes), MPI_BYTE, peer, tag, comms[c].get(), &req));
-      } else {
-        TAWPIPE_MPI(
-            MPI_Irecv(buf->data(), to_int(op.bytes), MPI_BYTE, peer, tag, comms[c].get(), &req));
-      }
-      requests.push_back(req);
-      in_flight.push_back(InFlight{index, t, {}, ir::kNone});
-      return Status::success();
-    }
-    case ir::OpKind::collective: {
-      Status s = post_collective(index, op);
-      if (!s.ok()) return fail(s.error());
-      return s;
-    }
-  }
-  return make_error(where + "unknown op kind");
-}
-
 Status HostBackend::issue(std::span<const ir::OpIndex> ops) {
-  for (ir::OpIndex op : ops)
-    TAWPIPE_TRY(impl_->post(op));
+  Impl& m = *impl_;
+  const ir::RankProgram& rp = m.program->ranks[static_cast<std::size_t>(m.rank)];
+  std::vector<ir::OpIndex> batch;
+  for (ir::OpIndex index : ops) {
+    const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
+    const Nanos t = clock_now();
+    if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) {
+      for (ir::BufferId b : ir::writes(rp, op)) {
+        if (op.kind == ir::OpKind::alloc) {
+          m.make_alive(b);
+        } else {
+          m.kill(b);
+        }
+      }
+      m.local_done.push_back({index, t, clock_now()});
+    } else {
+      batch.push_back(index);
+    }
+  }
+  if (batch.empty()) return Status::success();
+  StreamThread& st = *m.streams[rp.ops[static_cast<std::size_t>(batch.front())].stream];
+  {
+    std::lock_guard lock(m.mu);
+    st.queue.push_back(std::move(batch));
+  }
+  st.cv.notify_one();
   return Status::success();
 }
 
 Status HostBackend::wait(Nanos deadline, std::vector<Completion>& done) {
   Impl& m = *impl_;
-  // MPI's non-blocking collectives (libnbc) advance one round per test call, so the sleep between
-  // polls bounds their speed: start at 5 us and double to 100 us while only MPI is pending.
-  Nanos backoff = 5'000;
-  std::vector<int> indices;
-  for (;;) {
-    const std::size_t before = done.size();
-    done.insert(done.end(), m.local_done.begin(), m.local_done.end());
-    m.local_done.clear();
-    {
-      std::lock_guard lock(m.mu);
-      if (m.worker_error) return *m.worker_error;
-      m.compute_in_flight -= m.compute_done.size();
-      done.insert(done.end(), m.compute_done.begin(), m.compute_done.end());
-      m.compute_done.clear();
-    }
-    if (!m.requests.empty()) {
-      indices.resize(m.requests.size());
-      int outcount = 0;
-      TAWPIPE_MPI(MPI_Testsome(static_cast<int>(m.requests.size()), m.requests.data(), &outcount,
-                               indices.data(), MPI_STATUSES_IGNORE));
-      if (outcount > 0 && outcount != MPI_UNDEFINED) {
-        const Nanos t = clock_now();
-        for (int k = 0; k < outcount; ++k) {
-          InFlight& f = m.in_flight[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
-          if (f.copy_to != ir::kNone) {
-            auto dst = m.access(f.copy_to);
-            if (dst.ok()) std::copy(f.temp.begin(), f.temp.end(), dst->begin());
-          }
-          done.push_back({f.op, f.start, t});
-        }
-        // Compact: drop completed (now MPI_REQUEST_NULL) entries.
-        std::size_t w = 0;
-        for (std::size_t r = 0; r < m.requests.size(); ++r) {
-          if (m.requests[r] == MPI_REQUEST_NULL) continue;
-          m.requests[w] = m.requests[r];
-          m.in_flight[w] = std::move(m.in_flight[r]);
-          ++w;
-        }
-        m.requests.resize(w);
-        m.in_flight.resize(w);
-      }
-    }
-    if (done.size() > before) return Status::success();
-    const Nanos now = clock_now();
-    if (now >= deadline) return Status::success();
-    if (m.requests.empty() && m.compute_in_flight == 0) return Status::success();
-    // Sleep until a compute op completes, or (with MPI pending) a short backoff.
-    const Nanos sleep = m.requests.empty() ? deadline - now : std::min(backoff, deadline - now);
-    std::unique_lock lock(m.mu);
-    m.done_cv.wait_for(lock, std::chrono::nanoseconds(sleep),
-                       [&] { return !m.compute_done.empty() || m.worker_error.has_value(); });
-    backoff = std::min<Nanos>(backoff * 2, 100'000);
+  done.insert(done.end(), m.local_done.begin(), m.local_done.end());
+  m.local_done.clear();
+  std::unique_lock lock(m.mu);
+  if (done.empty()) {
+    const std::chrono::steady_clock::time_point until{std::chrono::nanoseconds(deadline)};
+    m.done_cv.wait_until(lock, until, [&] { return !m.finished.empty() || m.error.has_value(); });
   }
+  if (m.error) return *m.error;
+  done.insert(done.end(), m.finished.begin(), m.finished.end());
+  m.finished.clear();
+  return Status::success();
 }
 
 Status HostBackend::end_iteration() {

@@ -1,22 +1,24 @@
 /// \file
-/// The host backend: one MPI process per rank, fp32 buffers in RAM, compute on a worker thread
-/// with OpenBLAS, communication as non-blocking MPI calls driven by a progress loop.
+/// The host backend: one MPI process per rank, fp32 buffers in RAM, one thread per IR stream.
 ///
-/// Why a progress loop and one compute thread (MPI_THREAD_FUNNELED) rather than a comm thread
-/// per IR stream with MPI_THREAD_MULTIPLE: Open MPI's shared-memory transport only progresses
-/// inside MPI calls, and MPI_THREAD_MULTIPLE serialises them behind a lock anyway; one thread
-/// that owns every MPI call, polls MPI_Testsome and otherwise sleeps on a condition variable
-/// (woken at once by compute completions, with a short backoff for MPI) keeps four to six ranks
-/// on two cores from spinning, while compute overlaps communication on the worker thread.
+/// Every IR stream the rank uses gets its own thread, which runs the stream's ops in issue order:
+/// compute ops (OpenBLAS, single-threaded) and copies run on it directly, communication ops are
+/// posted as non-blocking MPI calls and then waited for on that same thread (mpi_ops.h: tests
+/// interleaved with yields and short sleeps, never a busy wait). So a transfer that the IR puts
+/// on a communication stream progresses while the compute stream computes, exactly as the IR
+/// overlaps them, and a rank that waits gives its core to the ranks that share it. MPI must
+/// provide MPI_THREAD_MULTIPLE. The interpreter's thread only posts ops to the stream threads,
+/// runs alloc/free inline, and sleeps on a condition variable until a stream reports a
+/// completion.
 ///
-/// Op mapping: send/recv -> MPI_Isend/MPI_Irecv (MPI_BYTE, tag = the op's sequence number among
-/// the rank's sends (recvs) to (from) that peer on that communicator, so matching follows program
-/// order whatever the posting order); broadcast -> MPI_Ibcast; reduce -> MPI_Ireduce (MPI_SUM on
-/// floats); all_reduce -> MPI_Iallreduce; all_gather -> MPI_Iallgather; reduce_scatter ->
-/// MPI_Ireduce_scatter_block; in-place forms use MPI_IN_PLACE. Each IR communicator is an MPI
-/// communicator created once (MPI_Comm_create_group, members in IR order). alloc/free/copy run
-/// inline; compute ops (including accumulate and optimizer on comm streams) run in issue order
-/// on the worker thread.
+/// Communicators: each IR communicator is an MPI communicator (MPI_Comm_create_group, members in
+/// IR order) used by its point-to-point ops, whatever their stream: the tag is the op's sequence
+/// number among the rank's sends (recvs) to (from) that peer on that communicator, so matching
+/// follows program order whatever the posting order or thread. Collectives of an IR communicator
+/// get one more MPI communicator per stream that carries them (MPI requires that collectives of
+/// one communicator are not issued concurrently from two threads); the k-th collective of a
+/// communicator must be on the same stream on every member (checked by prepare()).
+/// Op mapping to MPI calls: mpi_ops.h.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +40,8 @@ struct HostOptions {
 
 class HostBackend final : public Backend {
  public:
-  /// Precondition: MPI is initialised with at least MPI_THREAD_FUNNELED and this thread calls
-  /// MPI. The backend never calls MPI_Abort or MPI_Finalize.
+  /// Precondition: MPI is initialised with MPI_THREAD_MULTIPLE. The backend never calls
+  /// MPI_Abort or MPI_Finalize.
   explicit HostBackend(HostOptions options);
   ~HostBackend() override;
   HostBackend(const HostBackend&) = delete;

@@ -1,0 +1,117 @@
+#include "exec/host/mpi_ops.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "exec/host/mpi_util.h"
+
+namespace tawpipe::exec::host {
+namespace {
+
+int to_int(std::uint64_t v) {
+  return static_cast<int>(std::min<std::uint64_t>(v, 0x7fffffff));
+}
+
+}  // namespace
+
+Status post_collective(const CollectiveArgs& a, PostedOp& out) {
+  const bool in_place = a.send == a.recv;
+  const int count = to_int(a.bytes / 4);  // floats
+  MPI_Request* req = &out.request;
+  switch (a.kind) {
+    case ir::CollectiveKind::broadcast:
+      if (a.root == a.me && !in_place) std::memcpy(a.recv, a.send, a.bytes);
+      TAWPIPE_MPI(MPI_Ibcast(a.recv, to_int(a.bytes), MPI_BYTE, a.root, a.comm, req));
+      return Status::success();
+    case ir::CollectiveKind::reduce: {
+      const void* sbuf = (a.root == a.me && in_place) ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Ireduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.root, a.comm, req));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_reduce: {
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Iallreduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.comm, req));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_gather: {
+      const int piece = count / a.size;
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Iallgather(sbuf, piece, MPI_FLOAT, a.recv, piece, MPI_FLOAT, a.comm, req));
+      return Status::success();
+    }
+    case ir::CollectiveKind::reduce_scatter: {
+      const int piece = count / a.size;
+      float* dst = a.recv;
+      if (in_place) {
+        out.staging.assign(static_cast<std::size_t>(piece), 0.0f);
+        out.copy_to = a.recv;
+        dst = out.staging.data();
+      }
+      TAWPIPE_MPI(MPI_Ireduce_scatter_block(a.send, dst, piece, MPI_FLOAT, MPI_SUM, a.comm, req));
+      return Status::success();
+    }
+  }
+  return make_error("unknown collective kind");
+}
+
+Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
+                PostedOp& out) {
+  if (is_send) {
+    TAWPIPE_MPI(MPI_Isend(data, to_int(bytes), MPI_BYTE, peer, tag, comm, &out.request));
+  } else {
+    TAWPIPE_MPI(MPI_Irecv(data, to_int(bytes), MPI_BYTE, peer, tag, comm, &out.request));
+  }
+  return Status::success();
+}
+
+Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>& on_done,
+                const std::atomic<bool>* stop) {
+  std::vector<MPI_Request> requests(ops.size());
+  std::vector<std::size_t> slot(ops.size());  // requests[i] belongs to ops[slot[i]]
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    requests[i] = ops[i].request;
+    slot[i] = i;
+  }
+  std::vector<int> indices(ops.size());
+  int polls = 0;
+  std::int64_t sleep_ns = kFirstSleepNs;
+  while (!requests.empty()) {
+    int outcount = 0;
+    TAWPIPE_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
+                             indices.data(), MPI_STATUSES_IGNORE));
+    if (outcount > 0 && outcount != MPI_UNDEFINED) {
+      for (int k = 0; k < outcount; ++k) {
+        PostedOp& op = ops[slot[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]];
+        op.request = MPI_REQUEST_NULL;
+        if (op.copy_to != nullptr) std::copy(op.staging.begin(), op.staging.end(), op.copy_to);
+        on_done(static_cast<std::size_t>(&op - ops.data()));
+      }
+      std::size_t w = 0;
+      for (std::size_t r = 0; r < requests.size(); ++r) {
+        if (requests[r] == MPI_REQUEST_NULL) continue;
+        requests[w] = requests[r];
+        slot[w] = slot[r];
+        ++w;
+      }
+      requests.resize(w);
+      polls = 0;
+      sleep_ns = kFirstSleepNs;
+      continue;
+    }
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
+    if (polls < kYieldPolls) {
+      ++polls;
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+      sleep_ns = std::min(2 * sleep_ns, kMaxSleepNs);
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace tawpipe::exec::host
