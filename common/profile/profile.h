@@ -1,53 +1,117 @@
 /// \file
-/// The calibration profile: achieved (measured) rates that override a topology's datasheet peaks
-/// times efficiencies in the simulator. `tawexec calibrate` writes one; `tawsim --profile FILE`
-/// reads it.
+/// The calibration profile: measured rates that replace the simulator's built-in kernel,
+/// link and collective models. `tawexec calibrate` writes one; `tawsim --profile FILE` reads it.
 ///
-/// Schema (YAML, every field optional except `format_version`; units as in topology files):
+/// Schema (YAML, format_version 2; every field optional except `format_version`; units as in
+/// topology files):
 ///
-///     format_version: 1
-///     producer: "tawexec calibrate 0.1.0 (cuda backend)"   # free text
-///     devices:                       # keyed by the topology's device kind name
+///     format_version: 2
+///     producer: "tawexec calibrate 0.2.0 (host backend, 4 ranks)"   # free text
+///     backend: host                     # host | cuda | manual
+///     devices:                          # keyed by the topology's device-kind name
 ///       a100-sxm4-80gb:
-///         dtype: bf16                # dtype the FLOP rates were measured at (informational)
-///         gemm: 268TFLOP/s           # achieved FLOP/s of large GEMMs
-///         attention_fwd: 228TFLOP/s  # achieved FLOP/s of fused attention forward
-///         attention_bwd: 196TFLOP/s  # ... backward
-///         elementwise: 1500GB/s      # achieved bytes/s of element-wise kernels
-///         memory_bandwidth: 1630GB/s # achieved bytes/s of streaming copies (HBM)
-///         launch_overhead: 5us       # fixed cost per compute op
-///     links:                         # keyed by link class (nvlink, nvswitch, pcie, cpu_link,
-///       nvswitch:                    # shared_memory, nic, network)
-///         bandwidth: 274GB/s         # achieved per-direction rate of one flow on such a link
-///         latency: 600ns             # one-way latency per hop
+///         dtype: bf16                   # dtype of the FLOP measurements (informational)
+///         launch_overhead: 4us          # per kernel launch (GPU) / per kernel call (host)
+///         op_overhead: 12us             # per IR op: interpreter + stream bookkeeping
+///         memory_bandwidth: 1630GB/s    # achieved HBM streaming rate (roofline of FLOP kernels)
+///         kernels:                      # kernel class (common/model/kernel_class.h) -> points
+///           gemm:
+///             - {m: 16384, n: 3072, k: 1024, rate: 180TFLOP/s}
+///           attention_fwd:
+///             - {batch: 1, heads: 32, seq: 16384, head_dim: 64, causal: true, rate: 150TFLOP/s}
+///           norm:
+///             - {bytes: 64MiB, bandwidth: 1200GB/s}
+///         ranks: {count: 24, spread: 0.03, outliers: [17]}   # optional, multi-rank runs
+///     links:                            # link class -> achieved {bandwidth, latency}
+///       nvswitch: {bandwidth: 274GB/s, latency: 600ns}
+///     communication:                    # measured collective / p2p times
+///       - {op: all_reduce, scope: intra_node, ranks: 8,
+///          points: [{size: 1MiB, time: 31us}, {size: 64MiB, time: 410us}]}
+///     host:                             # CPU topologies only (host backend)
+///       cores_per_host: 2
+///       ranks_per_core: 2
 ///
-/// Semantics in the simulator: a given device figure replaces peak x efficiency for that op class
-/// (the FLOP rates are used as measured, whatever the run's dtype); a given link bandwidth replaces
-/// capacity x efficiency of every link of that class, a given latency replaces their latency.
+/// Kernel points. Flop-bound classes (gemm, attention_fwd, attention_bwd) carry `rate`;
+/// memory-bound classes carry `bandwidth`. The shape keys are: gemm m, n, k (optional `batch`
+/// for batched GEMMs); attention batch, heads, seq, head_dim, causal; memory-bound classes
+/// `bytes` (bytes the kernel moves). A point without shape keys is *flat*: it applies to every
+/// shape (this is what a v1 file's single rates become). Users of the points (sim/compute)
+/// interpolate log-linearly between measured shapes and fall back to the built-in model outside
+/// them.
+///
+/// Version 1 files (flat `gemm`, `attention_fwd`, `attention_bwd`, `elementwise`,
+/// `memory_bandwidth`, `launch_overhead` per device) still load: they become flat points
+/// (`elementwise` for every memory-bound class) and the Profile says format_version 2. The
+/// writer always writes version 2; read(write(p)) == p and write(read(write(p))) == write(p)
+/// byte for byte.
+///
+/// Semantics in the simulator: a device's kernel points replace the built-in rate of that class;
+/// a link bandwidth replaces capacity x efficiency of every link of that class, a latency
+/// replaces their latency; communication points replace modelled collective times (sim/network).
 /// Absent fields keep the topology's values.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
+#include "common/model/kernel_class.h"
 #include "common/units.h"
 
 namespace tawpipe::profile {
 
-inline constexpr int kProfileFormatVersion = 1;
+inline constexpr int kProfileFormatVersion = 2;
 
-/// Measured figures of one device kind. Absent = use the topology's peak x efficiency.
+/// Who measured the profile.
+enum class Backend : std::uint8_t { host, cuda, manual };
+
+/// One measured point of a kernel class. Shape fields are 0 / absent when not given; a point
+/// with no shape field at all is flat (applies to every shape).
+struct KernelPoint {
+  // gemm: C[m x n] = A[m x k] B[k x n], `batch` independent products (0 = not given = 1).
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  // attention (batch is shared with gemm): batch x heads sequences of `seq` tokens.
+  std::int64_t batch = 0;
+  std::int64_t heads = 0;
+  std::int64_t seq = 0;
+  std::int64_t head_dim = 0;
+  std::optional<bool> causal;
+  // memory-bound classes: bytes read + written by the kernel.
+  std::optional<Bytes> bytes;
+  // The measurement: `rate` for flop-bound classes, `bandwidth` for memory-bound ones.
+  std::optional<FlopRate> rate;
+  std::optional<Bandwidth> bandwidth;
+
+  /// True when no shape field is set.
+  bool flat() const;
+  static KernelPoint flat_rate(FlopRate r);
+  static KernelPoint flat_bandwidth(Bandwidth b);
+  friend bool operator==(const KernelPoint&, const KernelPoint&) = default;
+};
+
+/// Rank-to-rank variation seen by a multi-rank calibration run.
+struct RankSpread {
+  int count = 0;              ///< ranks measured
+  double spread = 0.0;        ///< (max - min) / median of the per-rank rates, a fraction
+  std::vector<int> outliers;  ///< ranks far outside the spread
+  friend bool operator==(const RankSpread&, const RankSpread&) = default;
+};
+
+/// Measured figures of one device kind.
 struct DeviceProfile {
-  std::string dtype;  ///< informational: dtype of the FLOP measurements (bf16, fp16, fp32)
-  std::optional<FlopRate> gemm;
-  std::optional<FlopRate> attention_fwd;
-  std::optional<FlopRate> attention_bwd;
-  std::optional<Bandwidth> elementwise;       ///< achieved bytes/s of element-wise kernels
-  std::optional<Bandwidth> memory_bandwidth;  ///< achieved bytes/s of streaming copies
-  std::optional<SimTime> launch_overhead;
+  std::string dtype;                          ///< informational: dtype of the FLOP measurements
+  std::optional<SimTime> launch_overhead;     ///< per kernel launch / host kernel call
+  std::optional<SimTime> op_overhead;         ///< per IR op (interpreter, stream bookkeeping)
+  std::optional<Bandwidth> memory_bandwidth;  ///< achieved streaming HBM / DRAM rate
+  /// Measured points per kernel class, in file order.
+  std::map<model::KernelClass, std::vector<KernelPoint>> kernels;
+  std::optional<RankSpread> ranks;
   friend bool operator==(const DeviceProfile&, const DeviceProfile&) = default;
 };
 
@@ -58,22 +122,75 @@ struct LinkProfile {
   friend bool operator==(const LinkProfile&, const LinkProfile&) = default;
 };
 
+enum class CommOp : std::uint8_t {
+  broadcast,
+  reduce,
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  sendrecv
+};
+/// Where the ranks of a measurement sit: one node (NVLink / PCIe), across nodes (NIC), or
+/// MPI ranks on one host (shared memory).
+enum class CommScope : std::uint8_t { intra_node, inter_node, shared_memory };
+
+/// One measured time: `size` = bytes per rank as nccl-tests counts them (the full buffer of an
+/// all-reduce / all-gather output, the message of a sendrecv).
+struct CommPoint {
+  Bytes size;
+  SimTime time;
+  friend bool operator==(const CommPoint&, const CommPoint&) = default;
+};
+
+/// A measured curve of one collective (or sendrecv) on `ranks` ranks of one scope; points are
+/// in increasing size.
+struct CommMeasurement {
+  CommOp op = CommOp::all_reduce;
+  CommScope scope = CommScope::intra_node;
+  int ranks = 0;
+  std::vector<CommPoint> points;
+  friend bool operator==(const CommMeasurement&, const CommMeasurement&) = default;
+};
+
+/// CPU topologies (host backend): how ranks share cores.
+struct HostProfile {
+  std::optional<int> cores_per_host;
+  std::optional<int> ranks_per_core;
+  friend bool operator==(const HostProfile&, const HostProfile&) = default;
+};
+
 /// A whole profile. Maps are keyed by device kind name and link class name (sorted, so the
 /// writer's output is deterministic).
 struct Profile {
-  int format_version = kProfileFormatVersion;
+  int format_version = kProfileFormatVersion;  ///< always 2 once read (v1 files are upgraded)
   std::string producer;
+  std::optional<Backend> backend;
   std::map<std::string, DeviceProfile> devices;
   std::map<std::string, LinkProfile> links;
+  std::vector<CommMeasurement> communication;
+  std::optional<HostProfile> host;
   friend bool operator==(const Profile&, const Profile&) = default;
 };
 
-/// Parses a profile. Errors (unknown keys with a "did you mean", missing units, unknown link
-/// class, bad version) carry `file_name`, line, column and the key path.
+std::string_view to_string(Backend b);
+std::string_view to_string(CommOp op);
+std::string_view to_string(CommScope s);
+
+/// Parses a profile (version 1 or 2). Errors (unknown keys with a "did you mean", missing
+/// units, unknown kernel or link class, a point without its measurement or with shape keys of
+/// another class, bad version) carry `file_name`, line, column and the key path.
 Expected<Profile> read_profile_yaml(std::string_view text, std::string_view file_name);
 /// Reads and parses a file.
 Expected<Profile> read_profile_file(const std::string& path);
-/// The YAML form above; read_profile_yaml(write_profile_yaml(p)) == p.
+/// The version-2 YAML form above; read_profile_yaml(write_profile_yaml(p)) == p.
 std::string write_profile_yaml(const Profile& profile);
+
+/// Sets one flat point (applies to every shape) for every memory-bound kernel class: what a v1
+/// file's `elementwise` figure means, and what a calibration that measures one element-wise
+/// rate can write.
+void set_flat_memory_bound(DeviceProfile& device, Bandwidth achieved);
+
+/// A short name for reports: "<file name> (<producer>)", or "built-in" when `profile` is null.
+std::string describe_profile(const Profile* profile, std::string_view file_name);
 
 }  // namespace tawpipe::profile

@@ -86,7 +86,8 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
     flops += 2.0 * static_cast<double>(m * n * k);
     seconds += *s;
   }
-  dev.gemm = FlopRate::flops_per_second(flops / seconds);
+  dev.kernels[model::KernelClass::gemm] = {
+      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / seconds))};
 
   device::KernelLaunch at;
   at.dtype = DType::bf16;
@@ -101,13 +102,15 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
   at.p = {a, a, a, *probs, bb};
   auto fwd = b.time(5, [&] { return api.launch(at, *stream); });
   if (!fwd.ok()) return fwd.error();
-  dev.attention_fwd = FlopRate::flops_per_second(attn / *fwd);
+  dev.kernels[model::KernelClass::attention_fwd] = {
+      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(attn / *fwd))};
   at.kernel = device::Kernel::attention_backward;
   at.p = {a, a, a, *probs, a, bb, bb, bb, *probs + plane};
   auto bwd = b.time(5, [&] { return api.launch(at, *stream); });
   if (!bwd.ok()) return bwd.error();
   TAWPIPE_TRY(api.mem_free(*probs, *stream));
-  dev.attention_bwd = FlopRate::flops_per_second(2.5 * attn / *bwd);
+  dev.kernels[model::KernelClass::attention_bwd] = {
+      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(2.5 * attn / *bwd))};
 
   device::KernelLaunch sw;
   sw.kernel = device::Kernel::swiglu_forward;
@@ -116,7 +119,8 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
   sw.s[0] = static_cast<std::int64_t>(big / 2);
   auto ew = b.time(10, [&] { return api.launch(sw, *stream); });
   if (!ew.ok()) return ew.error();
-  dev.elementwise = Bandwidth::bytes_per_second(3.0 * static_cast<double>(big) / *ew);
+  profile::set_flat_memory_bound(dev,
+                                 Bandwidth::bytes_per_second(3.0 * static_cast<double>(big) / *ew));
   auto cp = b.time(10, [&] { return api.copy_device(bb, a, big, *stream); });
   if (!cp.ok()) return cp.error();
   dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * static_cast<double>(big) / *cp);

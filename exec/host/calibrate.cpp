@@ -67,7 +67,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
         budget);
     const double h = static_cast<double>(H), f = static_cast<double>(F);
     const double flops = 2.0 * static_cast<double>(T) * (4.0 * h * h + 3.0 * h * f);
-    dev.gemm = FlopRate::flops_per_second(flops / s);
+    dev.kernels[model::KernelClass::gemm] = {
+        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / s))};
   }
   {  // Attention forward and backward.
     std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), out(T * H), dq(T * H),
@@ -83,8 +84,10 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
                                    dq.data(), dk.data(), dv.data());
         },
         budget);
-    dev.attention_fwd = FlopRate::flops_per_second(flops / fwd);
-    dev.attention_bwd = FlopRate::flops_per_second(2.5 * flops / bwd);
+    dev.kernels[model::KernelClass::attention_fwd] = {
+        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / fwd))};
+    dev.kernels[model::KernelClass::attention_bwd] = {
+        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(2.5 * flops / bwd))};
   }
   {  // Element-wise: RMSNorm (read x, write y) and SwiGLU (read 2, write 1) over 4M scalars.
     const std::size_t n = std::size_t{1} << 22, rows = n / H;
@@ -95,7 +98,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
           math::swiglu_forward(x.data(), y.data(), n, z.data());
         },
         budget);
-    dev.elementwise = Bandwidth::bytes_per_second(5.0 * 4.0 * static_cast<double>(n) / s);
+    profile::set_flat_memory_bound(
+        dev, Bandwidth::bytes_per_second(5.0 * 4.0 * static_cast<double>(n) / s));
     const double copy = time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget);
     dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * 4.0 * static_cast<double>(n) / copy);
     std::vector<float> one(H, 1.0f), out(H);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace tawpipe::sim {
@@ -15,6 +16,20 @@ double class_time(double flops, double rate, double bytes, double bw) {
   const double t_flops = flops > 0.0 ? flops / rate : 0.0;
   const double t_bytes = bytes > 0.0 ? bytes / bw : 0.0;
   return std::max(t_flops, t_bytes);
+}
+
+// The best measured rate of a class (FLOP/s or bytes/s), if the profile has points for it.
+std::optional<double> best_rate(const profile::DeviceProfile& p, model::KernelClass cls) {
+  const auto it = p.kernels.find(cls);
+  if (it == p.kernels.end()) return std::nullopt;
+  std::optional<double> best;
+  for (const profile::KernelPoint& point : it->second) {
+    const double v = point.rate        ? point.rate->flops_per_second()
+                     : point.bandwidth ? point.bandwidth->bytes_per_second()
+                                       : 0.0;
+    if (v > 0.0 && (!best || v > *best)) best = v;
+  }
+  return best;
 }
 
 }  // namespace
@@ -47,10 +62,11 @@ Expected<DeviceRates> device_rates(const topo::DeviceKind& kind, std::string_vie
     const auto it = profile->devices.find(kind.name);
     if (it != profile->devices.end()) {
       const profile::DeviceProfile& p = it->second;
-      if (p.gemm) r.gemm_flops_per_second = p.gemm->flops_per_second();
-      if (p.attention_fwd) r.attention_fwd_flops_per_second = p.attention_fwd->flops_per_second();
-      if (p.attention_bwd) r.attention_bwd_flops_per_second = p.attention_bwd->flops_per_second();
-      if (p.elementwise) r.elementwise_bytes_per_second = p.elementwise->bytes_per_second();
+      using model::KernelClass;
+      if (auto v = best_rate(p, KernelClass::gemm)) r.gemm_flops_per_second = *v;
+      if (auto v = best_rate(p, KernelClass::attention_fwd)) r.attention_fwd_flops_per_second = *v;
+      if (auto v = best_rate(p, KernelClass::attention_bwd)) r.attention_bwd_flops_per_second = *v;
+      if (auto v = best_rate(p, KernelClass::activation)) r.elementwise_bytes_per_second = *v;
       if (p.memory_bandwidth) r.memory_bytes_per_second = p.memory_bandwidth->bytes_per_second();
       if (p.launch_overhead) r.launch_overhead = *p.launch_overhead;
     }

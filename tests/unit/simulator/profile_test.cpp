@@ -29,8 +29,10 @@ TEST(Profile, RoundTrip) {
   ASSERT_TRUE(p.ok()) << p.error().to_string();
   EXPECT_EQ(p->producer, "tawexec calibrate test");
   ASSERT_EQ(p->devices.count("a100-sxm4-80gb"), 1u);
-  EXPECT_DOUBLE_EQ(p->devices["a100-sxm4-80gb"].gemm->teraflops(), 200.0);
-  EXPECT_FALSE(p->devices["a100-sxm4-80gb"].attention_fwd.has_value());
+  EXPECT_DOUBLE_EQ(
+      p->devices["a100-sxm4-80gb"].kernels.at(model::KernelClass::gemm)[0].rate->teraflops(),
+      200.0);
+  EXPECT_EQ(p->devices["a100-sxm4-80gb"].kernels.count(model::KernelClass::attention_fwd), 0u);
   const std::string text = profile::write_profile_yaml(*p);
   auto back = profile::read_profile_yaml(text, "back.yaml");
   ASSERT_TRUE(back.ok()) << back.error().to_string() << "\n" << text;
@@ -51,7 +53,7 @@ TEST(Profile, ErrorsCarryLocationAndKeyPath) {
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(u.error().key_path, "devices.a100.gemm");
   EXPECT_EQ(u.error().line, 4);
-  EXPECT_FALSE(profile::read_profile_yaml("format_version: 2\n", "p.yaml").ok());
+  EXPECT_FALSE(profile::read_profile_yaml("format_version: 3\n", "p.yaml").ok());
   EXPECT_FALSE(profile::read_profile_yaml("", "p.yaml").ok());
   EXPECT_FALSE(profile::read_profile_yaml("[1, 2", "p.yaml").ok());
 }
