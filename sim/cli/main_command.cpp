@@ -65,6 +65,7 @@ struct Options {
   std::string nccl_algo = "auto";
   int jobs = 0;
   std::string dot_file;
+  bool no_fold = false;
   bool print_topology = false;
   bool print_model = false;
   bool list_topologies = false;
@@ -194,8 +195,8 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
       sweeps.push_back(std::move(*s));
     }
     const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency());
-    auto wall =
-        run_sweep(o.spec, sweeps, variants, options, *format, jobs, std::cout, progress_bar());
+    auto wall = run_sweep(o.spec, sweeps, variants, options, *format, jobs, std::cout,
+                          progress_bar(), !o.no_fold);
     if (!wall.ok()) return fail(wall.error());
     std::fprintf(stderr, "tawsim: sweep finished in %.2f s with %d job(s)\n", *wall, jobs);
     return kExitOk;
@@ -209,7 +210,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
     }
     outputs.trace_ranks.push_back(r);
   }
-  auto results = run_methods(w, variants, options, outputs);
+  auto results = run_methods(w, variants, options, outputs, !o.no_fold);
   if (!results.ok()) return fail(results.error());
   const std::string title = workload_title(w);
   switch (*format) {
@@ -271,6 +272,8 @@ int main_command(const std::vector<std::string>& args) {
     ("profile", po::value(&o.profile_file), "calibration profile (YAML from tawexec calibrate)")
     ("sm-contention", po::value(&o.sm_contention),
      "compute slow-down while communication runs on the same GPU, e.g. 0.1 [0]")
+    ("no-fold", po::bool_switch(&o.no_fold),
+     "simulate every micro-batch instead of extrapolating repeated rounds (sim/fold/fold.h)")
     ("nccl-algo", po::value(&o.nccl_algo),
      "all-reduce algorithm as NCCL_ALGO: auto (NCCL's tuner: ring or tree), ring, tree [auto]");
   po::options_description actions("Actions");

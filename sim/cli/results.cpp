@@ -65,6 +65,24 @@ RowFigures figures(const report::Report& r) {
   return f;
 }
 
+namespace {
+// "steady-state folding: tawpipe simulated 10 of 64 micro-batches per worker (54 folded), ..."
+void write_fold_note(std::ostream& out, const std::vector<MethodResult>& results) {
+  std::vector<std::string> parts;
+  for (const auto& m : results) {
+    if (!m.report || !m.fold.folded) continue;
+    parts.push_back(fmt::format("{} simulated {} of {} micro-batches per worker ({} folded)",
+                                m.label, m.fold.rounds_simulated, m.fold.rounds,
+                                m.fold.rounds_folded));
+  }
+  if (parts.empty()) return;
+  out << "steady-state folding (--no-fold to simulate every round): ";
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out << (i ? "; " : "") << parts[i];
+  out << "\n";
+}
+}  // namespace
+
 void write_table(std::ostream& out, const std::string& title,
                  const std::vector<MethodResult>& results) {
   out << title << "\n\n";
@@ -94,6 +112,7 @@ void write_table(std::ostream& out, const std::string& title,
   const int best = fastest_feasible(results);
   if (best < 0) {
     out << "\nno method fits in device memory with this configuration\n";
+    write_fold_note(out, results);
     return;
   }
   const MethodResult& b = results[static_cast<std::size_t>(best)];
@@ -111,6 +130,7 @@ void write_table(std::ostream& out, const std::string& title,
       line += (i ? ", " : "") + speedups[i];
   }
   out << line << "\n";
+  write_fold_note(out, results);
 }
 
 void write_csv_header(std::ostream& out, const SweepPoint& point) {

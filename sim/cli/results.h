@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/report/report.h"
+#include "sim/fold/fold.h"
 
 namespace tawpipe::cli {
 
@@ -19,6 +20,7 @@ struct MethodResult {
   std::string label;                     ///< schedule variant as written ("tawpipe[overlap=off]")
   std::optional<report::Report> report;  ///< empty when `error` is set
   std::string error;
+  sim::FoldInfo fold;  ///< how the iteration was timed (steady-state folding, sim/fold/fold.h)
 };
 
 /// The figures of one row, derived from a Report (definitions in report.h).

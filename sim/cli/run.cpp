@@ -56,7 +56,7 @@ std::string workload_title(const schedules::Workload& w) {
 Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
                                                 const std::vector<schedules::ScheduleVariant>& vs,
                                                 const sim::SimOptions& base,
-                                                const RunOutputs& outputs) {
+                                                const RunOutputs& outputs, bool fold) {
   const bool files =
       !outputs.report_file.empty() || !outputs.trace_file.empty() || !outputs.ir_file.empty();
   if (vs.size() > 1) {
@@ -83,6 +83,17 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
   for (const auto& v : vs) {
     MethodResult r;
     r.label = v.label;
+    if (!files) {
+      auto out = sim::simulate_workload(w, v, options, fold);
+      if (!out.ok()) {
+        r.error = out.error().message;
+      } else {
+        r.report = std::move(out->output.report);
+        r.fold = std::move(out->fold);
+      }
+      results.push_back(std::move(r));
+      continue;
+    }
     auto program = schedules::build_program(w, v);
     if (!program.ok()) {
       r.error = program.error().message;
@@ -148,7 +159,8 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
                            const std::vector<schedules::ScheduleVariant>& variants,
                            const sim::SimOptions& options, Format format, int jobs,
                            std::ostream& out,
-                           const std::function<void(std::size_t, std::size_t)>& progress) {
+                           const std::function<void(std::size_t, std::size_t)>& progress,
+                           bool fold) {
   const auto start = std::chrono::steady_clock::now();
   // The cartesian product, first sweep slowest; every point resolved before simulating.
   std::vector<SweepPoint> points(1);
@@ -181,7 +193,7 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   std::condition_variable ready;
   std::atomic<std::size_t> next_point{0};
   auto render = [&](std::size_t i) {
-    auto results = run_methods(workloads[i], variants, options);
+    auto results = run_methods(workloads[i], variants, options, {}, fold);
     std::ostringstream os;
     if (!results.ok()) {
       os << "point " << i << ": " << results.error().to_string() << "\n";

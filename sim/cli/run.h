@@ -28,11 +28,12 @@ struct RunOutputs {
 std::string workload_title(const schedules::Workload& w);
 
 /// Generates and simulates every variant. Generator errors become "n/a" rows; `outputs` names
-/// files to write (only after every method has run, so a failure writes nothing).
+/// files to write (only after every method has run, so a failure writes nothing). With `fold`
+/// and no files to write, iterations are folded where their rounds repeat (sim/fold/fold.h).
 Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
                                                 const std::vector<schedules::ScheduleVariant>& vs,
                                                 const sim::SimOptions& options,
-                                                const RunOutputs& outputs = {});
+                                                const RunOutputs& outputs = {}, bool fold = true);
 
 /// One `--sweep KEY=V1,V2,...`.
 struct Sweep {
@@ -53,6 +54,7 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
                            const std::vector<schedules::ScheduleVariant>& variants,
                            const sim::SimOptions& options, Format format, int jobs,
                            std::ostream& out,
-                           const std::function<void(std::size_t, std::size_t)>& progress);
+                           const std::function<void(std::size_t, std::size_t)>& progress,
+                           bool fold = true);
 
 }  // namespace tawpipe::cli

@@ -1,0 +1,261 @@
+// Steady-state folding (fold.h): probes at small micro-batch counts, the repeat check, and the
+// extrapolation of every additive report figure.
+#include "sim/fold/fold.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "common/model/cost.h"
+
+namespace tawpipe::sim {
+namespace {
+
+// Largest round length (in micro-batches) looked for: 1F1B's increments alternate with period 2
+// on 3x8-a100 (two kinds of rounds), the other methods repeat every micro-batch.
+constexpr std::int64_t kMaxStep = 2;
+// Probe bases tried, smallest first: a schedule whose warm-up is longer than a probe fails the
+// check (or the validation probe) and moves on to the next base. 1F1B keeps up to one
+// micro-batch per stage in flight, so its peak memory only stops growing once the probes exceed
+// the pipeline depth (24 stages on 3x8-a100: the base 64).
+constexpr std::int64_t kBases[] = {4, 16, 64};
+
+// Relative tolerance of the repeat check: the network model rounds completions to picoseconds
+// and moves bytes in doubles, so identical rounds may differ in the last bits.
+constexpr double kRelTol = 1e-9;
+
+bool same_step(double d1, double d2, double scale) {
+  return std::abs(d1 - d2) <= kRelTol * std::abs(scale) + 1e-3;
+}
+bool same_step(SimTime d1, SimTime d2, SimTime scale) {
+  const double tol = kRelTol * static_cast<double>(scale.picoseconds()) + 64.0;
+  return std::abs(static_cast<double>((d1 - d2).picoseconds())) <= tol;
+}
+
+// Same ranks, links and op classes in the same order.
+bool comparable(const report::Report& a, const report::Report& b) {
+  if (a.rank_stats.size() != b.rank_stats.size() || a.links.size() != b.links.size() ||
+      a.op_classes.size() != b.op_classes.size())
+    return false;
+  for (std::size_t i = 0; i < a.links.size(); ++i)
+    if (a.links[i].name != b.links[i].name) return false;
+  for (std::size_t i = 0; i < a.op_classes.size(); ++i)
+    if (a.op_classes[i].name != b.op_classes[i].name) return false;
+  return true;
+}
+
+// True when b - a == c - b for every additive figure (the rounds between them repeat) and the
+// peak memory of b and c agree (the steady state holds no more memory per round).
+bool repeats(const report::Report& a, const report::Report& b, const report::Report& c) {
+  if (!comparable(a, b) || !comparable(b, c)) return false;
+  if (!same_step(b.iteration_time - a.iteration_time, c.iteration_time - b.iteration_time,
+                 c.iteration_time))
+    return false;
+  if (!same_step(b.hardware_flops - a.hardware_flops, c.hardware_flops - b.hardware_flops,
+                 c.hardware_flops))
+    return false;
+  for (std::size_t r = 0; r < c.rank_stats.size(); ++r) {
+    const auto &x = a.rank_stats[r], &y = b.rank_stats[r], &z = c.rank_stats[r];
+    if (y.peak_memory_bytes != z.peak_memory_bytes) return false;
+    if (!same_step(y.compute - x.compute, z.compute - y.compute, z.compute) ||
+        !same_step(y.exposed_comm - x.exposed_comm, z.exposed_comm - y.exposed_comm,
+                   c.iteration_time) ||
+        !same_step(y.comm_sum - x.comm_sum, z.comm_sum - y.comm_sum, z.comm_sum) ||
+        !same_step(y.intra_node_bytes_sent - x.intra_node_bytes_sent,
+                   z.intra_node_bytes_sent - y.intra_node_bytes_sent, z.intra_node_bytes_sent) ||
+        !same_step(y.inter_node_bytes_sent - x.inter_node_bytes_sent,
+                   z.inter_node_bytes_sent - y.inter_node_bytes_sent, z.inter_node_bytes_sent))
+      return false;
+  }
+  for (std::size_t l = 0; l < c.links.size(); ++l) {
+    const auto &x = a.links[l], &y = b.links[l], &z = c.links[l];
+    if (!same_step(y.bytes - x.bytes, z.bytes - y.bytes, z.bytes) ||
+        !same_step(y.busy - x.busy, z.busy - y.busy, c.iteration_time))
+      return false;
+  }
+  for (std::size_t k = 0; k < c.op_classes.size(); ++k) {
+    const auto &x = a.op_classes[k], &y = b.op_classes[k], &z = c.op_classes[k];
+    if (y.count - x.count != z.count - y.count ||
+        !same_step(y.total - x.total, z.total - y.total, z.total) ||
+        !same_step(y.bytes - x.bytes, z.bytes - y.bytes, z.bytes) ||
+        !same_step(y.flops - x.flops, z.flops - y.flops, z.flops))
+      return false;
+  }
+  return true;
+}
+
+double safe_div(double a, double b) {
+  return b > 0.0 ? a / b : 0.0;
+}
+
+// X = X(from) + n * (X(hi) - X(lo)) for every additive figure; derived figures recomputed as
+// sim/simulator.cpp computes them; `batch` is the workload's own batch.
+SimOutput extrapolate(const SimOutput& from, const SimOutput& lo, const SimOutput& hi,
+                      std::int64_t n, const model::ResolvedBatch& batch) {
+  const report::Report& f = from.report;
+  const report::Report& b = lo.report;
+  const report::Report& c = hi.report;
+  const auto nd = static_cast<double>(n);
+  const auto lin = [nd](double x, double yb, double yc) { return x + nd * (yc - yb); };
+  const auto lint = [n](SimTime x, SimTime yb, SimTime yc) { return x + (yc - yb) * n; };
+  SimOutput out;
+  out.events = from.events;
+  out.tree_all_reduces = from.tree_all_reduces + static_cast<std::uint64_t>(n) *
+                                                     (hi.tree_all_reduces - lo.tree_all_reduces);
+  report::Report& r = out.report;
+  r = f;
+  r.header.micro_batches = static_cast<std::int32_t>(batch.micro_batches);
+  r.header.global_batch = batch.global_batch;
+  r.iteration_time = lint(f.iteration_time, b.iteration_time, c.iteration_time);
+  const double seconds = r.iteration_time.seconds();
+  r.tokens_per_iteration =
+      static_cast<double>(batch.global_batch) * static_cast<double>(r.header.seq_len);
+  r.tokens_per_second = safe_div(r.tokens_per_iteration, seconds);
+  r.model_flops = safe_div(f.model_flops, f.tokens_per_iteration) * r.tokens_per_iteration;
+  r.hardware_flops = lin(f.hardware_flops, b.hardware_flops, c.hardware_flops);
+  r.mfu = safe_div(r.model_flops, seconds * r.peak_flops_per_second);
+  r.hfu = safe_div(r.hardware_flops, seconds * r.peak_flops_per_second);
+  for (std::size_t i = 0; i < r.rank_stats.size(); ++i) {
+    auto& s = r.rank_stats[i];
+    const auto &w = f.rank_stats[i], &x = b.rank_stats[i], &y = c.rank_stats[i];
+    s.compute = lint(w.compute, x.compute, y.compute);
+    s.exposed_comm = lint(w.exposed_comm, x.exposed_comm, y.exposed_comm);
+    s.comm_sum = lint(w.comm_sum, x.comm_sum, y.comm_sum);
+    s.idle = r.iteration_time - s.compute - s.exposed_comm;
+    s.intra_node_bytes_sent =
+        lin(w.intra_node_bytes_sent, x.intra_node_bytes_sent, y.intra_node_bytes_sent);
+    s.inter_node_bytes_sent =
+        lin(w.inter_node_bytes_sent, x.inter_node_bytes_sent, y.inter_node_bytes_sent);
+    s.oom = s.memory_capacity_bytes > 0 && s.peak_memory_bytes > s.memory_capacity_bytes;
+  }
+  for (std::size_t i = 0; i < r.links.size(); ++i) {
+    auto& l = r.links[i];
+    l.bytes = lin(f.links[i].bytes, b.links[i].bytes, c.links[i].bytes);
+    l.busy = lint(f.links[i].busy, b.links[i].busy, c.links[i].busy);
+    l.utilisation = safe_div(l.bytes, l.capacity_bytes_per_second * seconds);
+  }
+  for (std::size_t i = 0; i < r.op_classes.size(); ++i) {
+    auto& k = r.op_classes[i];
+    const auto &w = f.op_classes[i], &x = b.op_classes[i], &y = c.op_classes[i];
+    k.count = w.count + n * (y.count - x.count);
+    k.total = lint(w.total, x.total, y.total);
+    k.bytes = lin(w.bytes, x.bytes, y.bytes);
+    k.flops = lin(w.flops, x.flops, y.flops);
+  }
+  return out;
+}
+
+// The validation probe agrees with the extrapolation: iteration time, per-rank compute and
+// exposed communication, peak memory, per-link bytes.
+bool agrees(const report::Report& predicted, const report::Report& actual) {
+  if (!comparable(predicted, actual)) return false;
+  const SimTime scale = actual.iteration_time;
+  if (!same_step(predicted.iteration_time, actual.iteration_time, scale)) return false;
+  for (std::size_t r = 0; r < actual.rank_stats.size(); ++r) {
+    const auto &p = predicted.rank_stats[r], &a = actual.rank_stats[r];
+    if (p.peak_memory_bytes != a.peak_memory_bytes || !same_step(p.compute, a.compute, scale) ||
+        !same_step(p.exposed_comm, a.exposed_comm, scale))
+      return false;
+  }
+  for (std::size_t l = 0; l < actual.links.size(); ++l) {
+    if (!same_step(predicted.links[l].bytes, actual.links[l].bytes, actual.links[l].bytes))
+      return false;
+  }
+  return true;
+}
+
+Expected<FoldedOutput> simulate_whole(const schedules::Workload& w,
+                                      const schedules::ScheduleVariant& v,
+                                      const SimOptions& options, std::string reason,
+                                      std::int64_t rounds) {
+  auto program = schedules::build_program(w, v);
+  if (!program.ok()) return program.error();
+  auto out = run_simulation(*program, w.topology, options);
+  if (!out.ok()) return out.error();
+  FoldedOutput f{std::move(*out), {}};
+  f.fold.rounds = rounds > 0 ? rounds : f.output.report.header.micro_batches;
+  f.fold.rounds_simulated = f.fold.rounds;
+  f.fold.reason = std::move(reason);
+  return f;
+}
+
+}  // namespace
+
+Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
+                                         const schedules::ScheduleVariant& variant,
+                                         const SimOptions& options, bool fold) {
+  if (!fold) return simulate_whole(workload, variant, options, "--no-fold", 0);
+  if (options.record_ops || options.record_link_usage)
+    return simulate_whole(workload, variant, options, "per-op records requested", 0);
+
+  std::map<std::int64_t, SimOutput> probes;
+  std::int64_t workers = 0;
+  // Simulates `m` micro-batches per worker (cached).
+  const auto probe = [&](std::int64_t m) -> Expected<const SimOutput*> {
+    if (auto it = probes.find(m); it != probes.end()) return &it->second;
+    schedules::Workload w = workload;
+    w.train.micro_batches = m;
+    w.train.global_batch = 0;
+    auto program = schedules::build_program(w, variant);
+    if (!program.ok()) return program.error();
+    const ir::Header& h = program->header;
+    if (h.micro_batches > 0 && h.micro_batch_size > 0)
+      workers = h.global_batch / (static_cast<std::int64_t>(h.micro_batches) * h.micro_batch_size);
+    auto out = run_simulation(*program, workload.topology, options);
+    if (!out.ok()) return out.error();
+    return &probes.emplace(m, std::move(*out)).first->second;
+  };
+
+  // The workload's own micro-batch count, from the first probe's worker count.
+  auto first = probe(kBases[0]);
+  if (!first.ok()) return simulate_whole(workload, variant, options, "probe failed", 0);
+  if (workers <= 0) return simulate_whole(workload, variant, options, "no workers", 0);
+  auto batch = model::resolve_batch(workload.train, workers);
+  if (!batch.ok()) return batch.error();
+  const std::int64_t m = batch->micro_batches;
+
+  std::string reason = "the rounds did not repeat within the probes";
+  for (const std::int64_t base0 : kBases) {
+    // Same parity as m, so that every step length up to kMaxStep lands on m.
+    const std::int64_t base = base0 + ((m - base0) % kMaxStep + kMaxStep) % kMaxStep;
+    // Worth it only when the probes (3 + validation, step 1) cost less than the iteration.
+    if (5 * base + 5 >= m) {
+      if (base0 == kBases[0]) reason = "too few micro-batches to fold (" + std::to_string(m) + ")";
+      break;
+    }
+    for (std::int64_t step = 1; step <= kMaxStep; ++step) {
+      auto a = probe(base);
+      auto b = probe(base + step);
+      auto c = probe(base + 2 * step);
+      if (!a.ok() || !b.ok() || !c.ok())
+        return simulate_whole(workload, variant, options, "probe failed", m);
+      if (!repeats((*a)->report, (*b)->report, (*c)->report)) continue;
+      // Validation probe well past the first ones: a warm-up longer than `base`, or a regime
+      // that changes with the micro-batch count, shows up as a miss here.
+      const std::int64_t last = base + 2 * step;
+      const std::int64_t v = last + step * std::max<std::int64_t>(1, (base + step - 1) / step);
+      if (v >= m || (m - v) % step != 0) continue;
+      auto vo = probe(v);
+      if (!vo.ok()) return simulate_whole(workload, variant, options, "probe failed", m);
+      const SimOutput predicted = extrapolate(**c, **b, **c, (v - last) / step, *batch);
+      if (!agrees(predicted.report, (*vo)->report)) continue;
+      // The remaining rounds, extrapolated from the validation probe.
+      FoldedOutput f;
+      f.output = extrapolate(**vo, **b, **c, (m - v) / step, *batch);
+      f.output.events = 0;
+      for (const auto& [count, o] : probes)
+        f.output.events += o.events;
+      f.fold.folded = true;
+      f.fold.rounds = m;
+      f.fold.rounds_simulated = v;
+      f.fold.rounds_folded = m - v;
+      return f;
+    }
+    reason = "the rounds did not repeat within the probes";
+  }
+  return simulate_whole(workload, variant, options, reason, m);
+}
+
+}  // namespace tawpipe::sim
