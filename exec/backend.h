@@ -14,13 +14,19 @@
 ///  - prepare() is called once per process before any iteration; begin_iteration() and
 ///    end_iteration() bracket each run of the program;
 ///  - issue() receives one op, or all ops of one IR group (consecutive, same stream, posted
-///    together), only after the stream's previous op and every dependency has completed;
+///    together). When issue_ahead() is 0 (the host backend), only after the stream's previous op
+///    and every dependency has completed. When it is N > 0 (device backends), as soon as they
+///    have been ISSUED: the backend orders the op after them on the device (same stream: FIFO;
+///    other streams: an event wait), at most N ops are in flight, and every communication op
+///    (send, recv, collective; a group by its first op) is issued in the rank's program order,
+///    so that NCCL sees the same order on every rank;
 ///  - collectives of one communicator are issued in program order (what MPI and NCCL require of
-///    every member), send/recv in any order (a backend matches them by their per-(comm, peer)
-///    sequence number, as program.h rule 3 says);
+///    every member), send/recv in any order when issue_ahead() is 0 (a backend matches them by
+///    their per-(comm, peer) sequence number, as program.h rule 3 says);
 ///  - every issued op is eventually reported exactly once by wait().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -69,6 +75,10 @@ class Backend {
 
   /// The current time on the completions' clock.
   virtual Nanos now() const = 0;
+
+  /// The bound on ops in flight when this backend takes ops ahead of their dependencies'
+  /// completion (see the contract above); 0 = it does not (the op's inputs must be complete).
+  virtual std::size_t issue_ahead() const { return 0; }
 };
 
 }  // namespace tawpipe::exec

@@ -1,8 +1,12 @@
 /// \file
 /// The IR interpreter: runs one rank's ops of a Program on a Backend with the semantics of
 /// program.h (stream FIFO, dependencies, groups posted together), issuing each op as soon as it
-/// may start and blocking in Backend::wait() while nothing can. It also enforces the watchdog:
-/// an op in flight longer than the timeout ends the iteration with an error naming it.
+/// may be issued and blocking in Backend::wait() while nothing can. For a host backend an op
+/// may be issued once its inputs are complete; for a device backend (Backend::issue_ahead() > 0)
+/// once they are issued, so the device queues work ahead and the host never sits between two
+/// dependent kernels. It also enforces the watchdog: an op that could run (its stream's previous
+/// op and its dependencies complete) but has not completed within the timeout ends the
+/// iteration with an error naming it.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +63,10 @@ class Interpreter {
   InterpreterOptions options_;
   std::vector<std::vector<ir::OpIndex>> stream_ops_;        ///< per stream, in program order
   std::vector<std::vector<ir::OpIndex>> comm_collectives_;  ///< per communicator
+  std::vector<ir::OpIndex> comm_ops_;  ///< send, recv and collective ops in program order
+  /// Per op: the ops that must complete before it runs (stream predecessor + dependencies) and
+  /// the reverse lists, for the watchdog's "could run since" time under issue-ahead.
+  std::vector<std::vector<ir::OpIndex>> preds_, succs_;
 };
 
 }  // namespace tawpipe::exec

@@ -134,6 +134,12 @@ class CudaApi final : public device::DeviceApi {
     TAWPIPE_CUDA_CHECK(cudaStreamSynchronize(stream(s)));
     return Status::success();
   }
+  Status copy_to_device_async(DevicePtr dst, std::span<const std::byte> src,
+                              StreamHandle s) override {
+    TAWPIPE_CUDA_CHECK(
+        cudaMemcpyAsync(ptr(dst), src.data(), src.size(), cudaMemcpyHostToDevice, stream(s)));
+    return Status::success();
+  }
   Status copy_to_host(std::span<std::byte> dst, DevicePtr src, StreamHandle s) override {
     TAWPIPE_CUDA_CHECK(
         cudaMemcpyAsync(dst.data(), ptr(src), dst.size(), cudaMemcpyDeviceToHost, stream(s)));

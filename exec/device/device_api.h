@@ -122,9 +122,15 @@ class DeviceApi {
   virtual Status mem_free(DevicePtr ptr, StreamHandle stream) = 0;
   /// cudaMemsetAsync(ptr, 0, bytes, stream).
   virtual Status mem_zero(DevicePtr ptr, std::uint64_t bytes, StreamHandle stream) = 0;
-  /// Host to device; `src` may be reused as soon as the call returns (staged copy).
+  /// Host to device; `src` may be reused as soon as the call returns (staged copy). May
+  /// synchronise the host with `stream`: for set-up, never inside an iteration.
   virtual Status copy_to_device(DevicePtr dst, std::span<const std::byte> src,
                                 StreamHandle stream) = 0;
+  /// Host to device, stream-ordered and never synchronising (cudaMemcpyAsync): `src` must stay
+  /// alive and unchanged until `stream` has passed the copy (the caller keeps it until its next
+  /// synchronisation with the stream).
+  virtual Status copy_to_device_async(DevicePtr dst, std::span<const std::byte> src,
+                                      StreamHandle stream) = 0;
   /// Device to host, synchronous with respect to `stream` (returns when the data is there).
   virtual Status copy_to_host(std::span<std::byte> dst, DevicePtr src, StreamHandle stream) = 0;
   /// Device to device, stream-ordered.

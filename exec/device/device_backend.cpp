@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "exec/device/device_backend_impl.h"
@@ -144,16 +145,12 @@ Status DeviceBackend::prepare(const ir::Program& program, ir::Rank rank) {
 
   const ir::RankProgram& rp = *m.rp;
   const std::size_t n = rp.ops.size();
+  // Events come from a pool as ops are issued (at most 2 x max_in_flight are ever made).
   m.start_ev.assign(n, -1);
   m.end_ev.assign(n, -1);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto a = m.api.event_create();
-    auto b = m.api.event_create();
-    if (!a.ok()) return a.error();
-    if (!b.ok()) return b.error();
-    m.start_ev[i] = *a;
-    m.end_ev[i] = *b;
-  }
+  m.free_events.clear();
+  m.done.assign(n, 0);
+  m.in_flight.assign(program.streams.size(), {});
   auto be = m.api.event_create();
   if (!be.ok()) return be.error();
   m.begin_ev = *be;
@@ -202,7 +199,39 @@ Status DeviceBackend::prepare(const ir::Program& program, ir::Rank rank) {
   if (!loss.ok()) return loss.error();
   m.loss = *loss;
   TAWPIPE_TRY(m.api.mem_zero(m.loss, 8, s0));
+  TAWPIPE_TRY(m.setup_tokens());
   return m.api.stream_synchronize(s0);
+}
+
+Status DeviceBackend::Impl::setup_tokens() {
+  // One slot of 2T ids (inputs, then targets: scratch.tokens' layout) per token-reading op.
+  const std::size_t T = dims.tokens();
+  tokens_at.assign(rp->ops.size(), -1);
+  std::int64_t slots = 0;
+  for (std::size_t i = 0; i < rp->ops.size(); ++i) {
+    const ir::Op& op = rp->ops[i];
+    if (op.kind != ir::OpKind::compute) continue;
+    if (op.compute == ir::ComputeKind::embedding_forward || op.compute == ir::ComputeKind::head ||
+        op.compute == ir::ComputeKind::embedding_backward)
+      tokens_at[i] = slots++ * static_cast<std::int64_t>(2 * T);
+  }
+  tokens_host.assign(static_cast<std::size_t>(slots) * 2 * T, 0);
+  if (slots == 0) return Status::success();
+  auto p = api.mem_alloc(tokens_host.size() * sizeof(std::int32_t), streams.at(0));
+  if (!p.ok()) return p.error();
+  tokens_dev = *p;
+  return Status::success();
+}
+
+void DeviceBackend::Impl::fill_tokens(ir::OpIndex i, std::int32_t* out) const {
+  const ir::Op& op = rp->ops[static_cast<std::size_t>(i)];
+  const auto mb = math::micro_batch_tokens(dims, options.seed, step, op.sample);
+  std::copy(mb.inputs.begin(), mb.inputs.end(), out);
+  std::copy(mb.targets.begin(), mb.targets.end(), out + mb.inputs.size());
+}
+
+std::size_t DeviceBackend::issue_ahead() const {
+  return std::max<std::size_t>(impl_->options.max_in_flight, 1);
 }
 
 Status DeviceBackend::begin_iteration(std::int64_t step) {
@@ -222,10 +251,22 @@ Status DeviceBackend::begin_iteration(std::int64_t step) {
                        buf.initial.kind == ir::TensorKind::weights;
     if (!keeps) TAWPIPE_TRY(m.api.mem_zero(m.addr[b], m.bytes_of(id), s0));
   }
+  // This iteration's micro-batch tokens, all at once and asynchronously (no synchronisation
+  // inside the iteration); the host copy lives until end_iteration has synchronised.
+  if (!m.tokens_host.empty()) {
+    for (std::size_t i = 0; i < m.tokens_at.size(); ++i)
+      if (m.tokens_at[i] >= 0)
+        m.fill_tokens(static_cast<ir::OpIndex>(i),
+                      m.tokens_host.data() + static_cast<std::size_t>(m.tokens_at[i]));
+    TAWPIPE_TRY(
+        m.api.copy_to_device_async(m.tokens_dev, std::as_bytes(std::span(m.tokens_host)), s0));
+  }
   TAWPIPE_TRY(m.api.event_record(m.begin_ev, s0));
   for (std::size_t s = 1; s < m.streams.size(); ++s)
     TAWPIPE_TRY(m.api.stream_wait_event(m.streams[s], m.begin_ev));
-  m.in_flight.clear();
+  std::fill(m.done.begin(), m.done.end(), 0);
+  for (auto& q : m.in_flight)
+    q.clear();
   m.begin_host = clock_now();
   return Status::success();
 }
@@ -237,11 +278,18 @@ Status DeviceBackend::issue(std::span<const ir::OpIndex> ops) {
   const ir::Op& head = rp.ops[static_cast<std::size_t>(ops[0])];
   const StreamHandle s = m.streams.at(head.stream);
   m.api.mark_op(ops[0]);
-  // Cross-stream dependencies: wait on the producer's end event (same-stream order is free).
+  // Cross-stream dependencies not yet seen complete: wait on the producer's end event (it is
+  // issued: the interpreter's contract; same-stream order is free). A dependency seen complete
+  // needs no wait, and its events may already serve another op.
   std::vector<ir::OpIndex> waits;
   for (ir::OpIndex i : ops) {
     for (ir::OpIndex dep : ir::deps(rp, rp.ops[static_cast<std::size_t>(i)])) {
-      if (rp.ops[static_cast<std::size_t>(dep)].stream != head.stream) waits.push_back(dep);
+      const auto d = static_cast<std::size_t>(dep);
+      if (rp.ops[d].stream == head.stream || m.done[d]) continue;
+      if (m.end_ev[d] < 0)
+        return make_error(m.where(i) + "dependency op " + std::to_string(dep) +
+                          " was not issued before it");
+      waits.push_back(dep);
     }
   }
   std::sort(waits.begin(), waits.end());
@@ -250,7 +298,17 @@ Status DeviceBackend::issue(std::span<const ir::OpIndex> ops) {
     TAWPIPE_TRY(m.api.stream_wait_event(s, m.end_ev[static_cast<std::size_t>(dep)]));
   for (ir::OpIndex i : ops) {
     m.api.mark_op(i);
-    TAWPIPE_TRY(m.api.event_record(m.start_ev[static_cast<std::size_t>(i)], s));
+    const auto u = static_cast<std::size_t>(i);
+    if (m.free_events.empty()) {
+      auto a = m.api.event_create();
+      auto b = m.api.event_create();
+      if (!a.ok()) return a.error();
+      if (!b.ok()) return b.error();
+      m.free_events.emplace_back(*a, *b);
+    }
+    std::tie(m.start_ev[u], m.end_ev[u]) = m.free_events.back();
+    m.free_events.pop_back();
+    TAWPIPE_TRY(m.api.event_record(m.start_ev[u], s));
   }
   const bool grouped = head.group != ir::kNone;
   if (grouped) TAWPIPE_TRY(m.api.group_start());
@@ -267,7 +325,7 @@ Status DeviceBackend::issue(std::span<const ir::OpIndex> ops) {
   for (ir::OpIndex i : ops) {
     m.api.mark_op(i);
     TAWPIPE_TRY(m.api.event_record(m.end_ev[static_cast<std::size_t>(i)], s));
-    m.in_flight.push_back(i);
+    m.in_flight[head.stream].push_back(i);
   }
   return Status::success();
 }
@@ -379,25 +437,30 @@ Status DeviceBackend::Impl::post_collective(ir::OpIndex i, const ir::Op& op, Str
 Status DeviceBackend::wait(Nanos deadline, std::vector<Completion>& done) {
   Impl& m = *impl_;
   for (;;) {
-    std::size_t w = 0;
     const std::size_t before = done.size();
-    for (std::size_t k = 0; k < m.in_flight.size(); ++k) {
-      const auto u = static_cast<std::size_t>(m.in_flight[k]);
-      auto q = m.api.event_query(m.end_ev[u]);
-      if (!q.ok()) return q.error();
-      if (!*q) {
-        m.in_flight[w++] = m.in_flight[k];
-        continue;
+    bool any_in_flight = false;
+    for (auto& queue : m.in_flight) {
+      // A stream completes in order: query its oldest op, and the next once that one is done.
+      while (!queue.empty()) {
+        const ir::OpIndex i = queue.front();
+        const auto u = static_cast<std::size_t>(i);
+        auto q = m.api.event_query(m.end_ev[u]);
+        if (!q.ok()) return q.error();
+        if (!*q) break;
+        auto a = m.api.event_elapsed_ms(m.begin_ev, m.start_ev[u]);
+        auto b = m.api.event_elapsed_ms(m.begin_ev, m.end_ev[u]);
+        if (!a.ok()) return a.error();
+        if (!b.ok()) return b.error();
+        done.push_back({i, m.begin_host + static_cast<Nanos>(static_cast<double>(*a) * 1e6),
+                        m.begin_host + static_cast<Nanos>(static_cast<double>(*b) * 1e6)});
+        m.done[u] = 1;
+        m.free_events.emplace_back(m.start_ev[u], m.end_ev[u]);
+        m.start_ev[u] = m.end_ev[u] = -1;
+        queue.pop_front();
       }
-      auto a = m.api.event_elapsed_ms(m.begin_ev, m.start_ev[u]);
-      auto b = m.api.event_elapsed_ms(m.begin_ev, m.end_ev[u]);
-      if (!a.ok()) return a.error();
-      if (!b.ok()) return b.error();
-      done.push_back({m.in_flight[k], m.begin_host + static_cast<Nanos>(*a * 1e6),
-                      m.begin_host + static_cast<Nanos>(*b * 1e6)});
+      any_in_flight = any_in_flight || !queue.empty();
     }
-    m.in_flight.resize(w);
-    if (done.size() > before || m.in_flight.empty()) return Status::success();
+    if (done.size() > before || !any_in_flight) return Status::success();
     if (clock_now() >= deadline) return Status::success();
     std::this_thread::sleep_for(std::chrono::nanoseconds(m.options.poll_interval_ns));
   }

@@ -11,13 +11,23 @@
 ///    joins the world communicator (ncclCommInitRank), then every IR communicator, in id order,
 ///    is split from it (ncclCommSplit; color = comm id for members, NOCOLOR otherwise; key =
 ///    the member's index, so NCCL ranks follow the IR's member order);
-///  - one CUDA stream per IR stream; two events per op (start, end) recorded around it; an op
-///    whose dependency ran on another stream waits on that op's end event
-///    (cudaStreamWaitEvent) before it starts;
+///  - issue-ahead (Backend::issue_ahead() = DeviceOptions::max_in_flight): the interpreter
+///    hands an op over as soon as its inputs are ISSUED; the host never waits for the device
+///    inside an iteration (micro-batch tokens go up once per iteration, asynchronously, in
+///    begin_iteration; the only synchronisation is end_iteration's);
+///  - one CUDA stream per IR stream; two events (start, end) recorded around each op in flight,
+///    taken from a pool that holds at most 2 x max_in_flight of them; an op whose dependency
+///    runs on another stream and has not been seen complete waits on that op's end event
+///    (cudaStreamWaitEvent) before it starts; wait() reports each op once, when its end event
+///    has completed, with times from the events (it queries only the oldest op in flight of each
+///    stream: a stream completes in order);
 ///  - an IR group is ncclGroupStart / its sends and recvs / ncclGroupEnd; send/recv move bytes
 ///    (ncclUint8), reductions use the buffer's element type;
-///  - alloc / free are stream-ordered (cudaMallocAsync + zero / cudaFreeAsync); copy is a
-///    device copy, or a cast kernel when the element types differ;
+///  - alloc / free are stream-ordered (cudaMallocAsync + zero / cudaFreeAsync on the device's
+///    pool; exec/cuda keeps freed memory in the pool up to a release threshold), so they never
+///    synchronise; the bound on ops in flight also bounds the memory of frees issued but not yet
+///    reached by their stream; copy is a device copy, or a cast kernel when the element types
+///    differ;
 ///  - compute ops run the block of exec/math as cuBLAS GEMMs and kernels (device_compute.h).
 /// Storage: every buffer in the program's dtype (fp32 or bf16), as the IR sizes them (weights,
 /// staging, activations, gradients), except master weights and optimizer moments in fp32.
@@ -63,6 +73,8 @@ struct DeviceOptions {
   std::uint64_t seed = 1234;
   /// Sleep between event polls in wait() (the interpreter blocks there; no core spinning).
   std::int64_t poll_interval_ns = 50'000;
+  /// Ops issued and not yet seen complete, at most (issue-ahead; >= 1).
+  std::size_t max_in_flight = 256;
 };
 
 /// The CUDA backend over a DeviceApi. Not thread-safe (the interpreter's thread only).
@@ -80,6 +92,7 @@ class DeviceBackend final : public Backend {
   Status wait(Nanos deadline, std::vector<Completion>& done) override;
   Status end_iteration() override;
   Nanos now() const override;
+  std::size_t issue_ahead() const override;
 
   /// Summed token losses of the head ops since the last call (reads the device accumulator;
   /// call after end_iteration()).

@@ -41,11 +41,13 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
       op.layer_end > op.layer_begin ? static_cast<std::size_t>(op.layer_end - op.layer_begin) : 0;
   const std::uint64_t wsize = math::block_size(dims, op.layer_begin, op.layer_end);
   const std::optional<ComputeEnv>& env = envs[op.stream];
-  auto tokens = [&](bool targets) -> Status {
-    const auto mb = math::micro_batch_tokens(dims, options.seed, step, op.sample);
-    const auto& v = targets ? mb.targets : mb.inputs;
-    const DevicePtr dst = env->scratch.tokens + (targets ? TH / dims.hidden * 4 : 0);
-    return api.copy_to_device(dst, std::as_bytes(std::span(v)), s);
+  // The op's inputs and targets, uploaded for the whole iteration in begin_iteration: a
+  // stream-ordered device copy, no host synchronisation.
+  auto tokens = [&](bool) -> Status {
+    const std::int64_t at = tokens_at[static_cast<std::size_t>(i)];
+    if (at < 0) return make_error(where(i) + "no token slot");
+    return api.copy_device(env->scratch.tokens, tokens_dev + static_cast<DevicePtr>(at) * 4,
+                           2 * TH / dims.hidden * 4, s);
   };
 #define TAWPIPE_OPERAND(var, id, need, what)   \
   auto var##_or = operand(i, id, need, what);  \

@@ -3,6 +3,7 @@
 /// file that maps communication and memory ops and the one that maps compute ops.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,11 +52,20 @@ struct DeviceBackend::Impl {
   std::vector<DevicePtr> addr;
   std::vector<DType> types;
   std::vector<std::uint8_t> alive;
+  /// Events of the ops in flight (-1 otherwise), from the pool `free_events`.
   std::vector<EventHandle> start_ev, end_ev;
+  std::vector<std::pair<EventHandle, EventHandle>> free_events;
+  std::vector<std::uint8_t> done;  ///< per op: seen complete in this iteration
   EventHandle begin_ev = -1;
   std::vector<std::optional<ComputeEnv>> envs;  ///< per IR stream with compute ops
   DevicePtr loss = 0;
-  std::vector<ir::OpIndex> in_flight;
+  /// Ops in flight per IR stream, oldest first (a stream completes in order).
+  std::vector<std::deque<ir::OpIndex>> in_flight;
+  /// Micro-batch token ids of the iteration (inputs then targets per token-reading op), uploaded
+  /// once in begin_iteration: the host copy stays alive until end_iteration's synchronisation.
+  std::vector<std::int32_t> tokens_host;
+  DevicePtr tokens_dev = 0;
+  std::vector<std::int64_t> tokens_at;  ///< per op: offset (ids) into tokens_dev, or -1
   Nanos begin_host = 0;
   std::uint64_t live_bytes = 0, peak_live = 0;
   bool aborted = false;
@@ -106,6 +116,9 @@ struct DeviceBackend::Impl {
   }
 
   Status setup_communicators();
+  Status setup_tokens();
+  /// The host ids of op `i`'s micro-batch for this iteration (inputs, then targets).
+  void fill_tokens(ir::OpIndex i, std::int32_t* out) const;
   Status post(ir::OpIndex i);
   Status post_collective(ir::OpIndex i, const ir::Op& op, StreamHandle s);
   Status post_compute(ir::OpIndex i, const ir::Op& op);

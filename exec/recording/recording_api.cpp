@@ -17,6 +17,7 @@ const char* name(Call::Kind k) {
                                       "mem_free",
                                       "mem_zero",
                                       "copy_to_device",
+                                      "copy_to_device_async",
                                       "copy_to_host",
                                       "copy_device",
                                       "unique_id",
@@ -180,6 +181,21 @@ Status RecordingApi::copy_to_device(DevicePtr dst, std::span<const std::byte> sr
   c.ptr = dst;
   c.count = src.size();
   return Status::success();
+}
+
+Status RecordingApi::copy_to_device_async(DevicePtr dst, std::span<const std::byte> src,
+                                          StreamHandle stream) {
+  check_stream(stream);
+  check_range(dst, src.size(), "host-to-device copy");
+  Call& c = add(Call::Kind::copy_to_device_async, stream);
+  c.ptr = dst;
+  c.count = src.size();
+  return Status::success();
+}
+
+bool RecordingApi::synchronises(Call::Kind k) {
+  return k == Call::Kind::stream_synchronize || k == Call::Kind::copy_to_device ||
+         k == Call::Kind::copy_to_host;
 }
 
 Status RecordingApi::copy_to_host(std::span<std::byte> dst, DevicePtr src, StreamHandle stream) {

@@ -34,6 +34,7 @@ struct Call {
     mem_free,
     mem_zero,
     copy_to_device,
+    copy_to_device_async,
     copy_to_host,
     copy_device,
     unique_id,
@@ -75,6 +76,11 @@ class RecordingApi final : public DeviceApi {
 
   const std::vector<Call>& calls() const { return calls_; }
   const std::vector<std::string>& errors() const { return errors_; }
+  /// How many events event_create made (they are not logged as calls).
+  int events_created() const { return events_; }
+  /// Whether a call makes the host wait for the device (stream_synchronize, and the copies
+  /// whose contract synchronises: copy_to_device, copy_to_host).
+  static bool synchronises(Call::Kind k);
   /// The split color (= IR communicator id) a communicator handle was made with; -1 for the
   /// world communicator.
   int comm_color(CommHandle c) const;
@@ -93,6 +99,8 @@ class RecordingApi final : public DeviceApi {
   Status mem_zero(DevicePtr ptr, std::uint64_t bytes, StreamHandle stream) override;
   Status copy_to_device(DevicePtr dst, std::span<const std::byte> src,
                         StreamHandle stream) override;
+  Status copy_to_device_async(DevicePtr dst, std::span<const std::byte> src,
+                              StreamHandle stream) override;
   Status copy_to_host(std::span<std::byte> dst, DevicePtr src, StreamHandle stream) override;
   Status copy_device(DevicePtr dst, DevicePtr src, std::uint64_t bytes,
                      StreamHandle stream) override;
