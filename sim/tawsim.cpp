@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
         {"verify", tawpipe::cli::verify_command},
         {"compare", tawpipe::cli::compare_command},
         {"collectives", tawpipe::cli::collectives_command},
+        {"merge", tawpipe::cli::merge_command},
     };
     std::vector<std::string> names;
     for (const auto& [name, command] : commands) {

@@ -39,6 +39,8 @@ constexpr const char* kExamples = R"(Examples:
   tawsim --topology 3x8-a100                     # all methods, the paper's headline workload
   tawsim --topology 3x8-a100 --schedule tawpipe,tawpipe[overlap=off],fsdp --seq-len 8192
   tawsim --topology 3x8-a100 --sweep seq-len=4096,8192,16384 --format csv > sweep.csv
+  tawsim --topology 3x8-a100 --sweep inter_node.nic.bandwidth=1GB/s,10GB/s --format csv \
+         --shard 2/2 > part2.csv && tawsim merge part1.csv part2.csv > sweep.csv
   tawsim --topology 3x8-a100 --set inter_node.nic.bandwidth=100Gb/s   # what-if: faster NICs
   tawsim --topology 3x8-a100 --schedule tawpipe --trace run.trace.json --report run.json
   tawsim --topology 3x8-a100 --print-topology    # nodes, fabrics, NICs, bisection bandwidth
@@ -66,6 +68,7 @@ struct Options {
   int jobs = 0;
   std::string dot_file;
   bool no_fold = false;
+  std::string shard;
   bool print_topology = false;
   bool print_model = false;
   bool list_topologies = false;
@@ -194,14 +197,21 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
       if (!s.ok()) return fail(s.error());
       sweeps.push_back(std::move(*s));
     }
+    Shard shard;
+    if (!o.shard.empty()) {
+      auto sh = parse_shard(o.shard);
+      if (!sh.ok()) return fail(sh.error());
+      shard = *sh;
+    }
     const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency());
     auto wall = run_sweep(o.spec, sweeps, variants, options, *format, jobs, std::cout,
-                          progress_bar(), !o.no_fold);
+                          progress_bar(), !o.no_fold, shard);
     if (!wall.ok()) return fail(wall.error());
     std::fprintf(stderr, "tawsim: sweep finished in %.2f s with %d job(s)\n", *wall, jobs);
     return kExitOk;
   }
 
+  if (!o.shard.empty()) return fail(make_error("--shard slices a --sweep; give one"));
   RunOutputs outputs{o.report_file, o.trace_file, o.emit_ir, {}};
   for (int r : o.trace_ranks) {
     if (r < 0 || r >= w.topology.num_gpus()) {
@@ -264,6 +274,8 @@ int main_command(const std::vector<std::string>& args) {
      "KEY=V1,V2,...: simulate every value (repeatable: cartesian product); KEY as for --set or "
      "seq-len, micro-batch, micro-batches, global-batch, dtype, recompute, dp")
     ("jobs,j", po::value(&o.jobs), "parallel sweep points [number of cores]")
+    ("shard", po::value(&o.shard), "K/N: run only the K-th of N contiguous slices of the sweep "
+                                   "(csv/json; join them with tawsim merge)")
     ("format", po::value(&o.format), "table, csv or json [table]")
     ("report", po::value(&o.report_file), "write each method's report (JSON) to FILE ('{}' = method)")
     ("trace", po::value(&o.trace_file), "write each method's Chrome/Perfetto trace to FILE ('{}' = "

@@ -140,6 +140,39 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
   return results;
 }
 
+Expected<Shard> parse_shard(std::string_view text) {
+  const auto bad = [&] {
+    return make_error("--shard expects K/N with 1 <= K <= N (e.g. 3/16), got '" +
+                      std::string(text) + "'");
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string_view::npos) return bad();
+  Shard s;
+  try {
+    std::size_t used = 0;
+    const std::string k(text.substr(0, slash)), n(text.substr(slash + 1));
+    s.index = std::stoll(k, &used);
+    if (used != k.size()) return bad();
+    s.count = std::stoll(n, &used);
+    if (used != n.size()) return bad();
+  } catch (const std::exception&) {
+    return bad();
+  }
+  if (s.count < 1 || s.index < 1 || s.index > s.count) return bad();
+  return s;
+}
+
+std::string shard_marker(Format format, const Shard& shard, std::int64_t first, std::int64_t points,
+                         std::int64_t total) {
+  if (format == Format::json)
+    return fmt::format(
+        "{{\"tawsim_shard\": \"{}/{}\", \"first_point\": {}, \"points\": {}, "
+        "\"total_points\": {}, \"slice\": [\n",
+        shard.index, shard.count, first, points, total);
+  return fmt::format("# tawsim shard {}/{} first_point={} points={} total_points={}\n", shard.index,
+                     shard.count, first, points, total);
+}
+
 Expected<Sweep> parse_sweep(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -159,8 +192,8 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
                            const std::vector<schedules::ScheduleVariant>& variants,
                            const sim::SimOptions& options, Format format, int jobs,
                            std::ostream& out,
-                           const std::function<void(std::size_t, std::size_t)>& progress,
-                           bool fold) {
+                           const std::function<void(std::size_t, std::size_t)>& progress, bool fold,
+                           const Shard& shard) {
   const auto start = std::chrono::steady_clock::now();
   // The cartesian product, first sweep slowest; every point resolved before simulating.
   std::vector<SweepPoint> points(1);
@@ -174,6 +207,17 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
       }
     }
     points = std::move(next);
+  }
+  const SweepPoint sweep_keys = points.front();  // the header's columns (values unused)
+  // A shard keeps its contiguous slice; every point of the whole sweep is still resolved below
+  // only for that slice, so each slice validates what it runs.
+  const auto total = static_cast<std::int64_t>(points.size());
+  std::int64_t first = 0;
+  if (shard.count > 0) {
+    if (format == Format::table) return make_error("--shard needs --format csv or json");
+    first = (shard.index - 1) * total / shard.count;
+    const std::int64_t last = shard.index * total / shard.count;
+    points = std::vector<SweepPoint>(points.begin() + first, points.begin() + last);
   }
   std::vector<schedules::Workload> workloads;
   workloads.reserve(points.size());
@@ -200,7 +244,9 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
     } else if (format == Format::csv) {
       write_csv_rows(os, points[i], *results);
     } else if (format == Format::json) {
-      os << (i == 0 ? "[\n" : ",\n")
+      os << (i > 0             ? ",\n"
+             : shard.count > 0 ? ""
+                               : "[\n")
          << point_json(workload_title(workloads[i]), points[i], *results);
     } else {
       std::string title = workload_title(workloads[i]);
@@ -224,7 +270,9 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   for (int t = 0; t < threads; ++t)
     pool.emplace_back(worker);
 
-  if (format == Format::csv) write_csv_header(out, points.front());
+  if (shard.count > 0)
+    out << shard_marker(format, shard, first, static_cast<std::int64_t>(points.size()), total);
+  if (format == Format::csv) write_csv_header(out, sweep_keys);
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::unique_lock lock(mutex);
     ready.wait(lock, [&] { return rendered[i].has_value(); });
@@ -235,7 +283,13 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   }
   for (auto& t : pool)
     t.join();
-  if (format == Format::json) out << "\n]\n";
+  if (format == Format::json) {
+    if (shard.count == 0) {
+      out << "\n]\n";
+    } else {
+      out << (points.empty() ? "]}\n" : "\n]}\n");
+    }
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

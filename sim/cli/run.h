@@ -46,7 +46,25 @@ Expected<Sweep> parse_sweep(std::string_view text);
 /// Output format of a sweep / run.
 enum class Format { table, csv, json };
 
-/// Runs the cartesian product of `sweeps` over `base` with `jobs` threads. Every point is resolved
+/// `--shard K/N`: the K-th (1-based) of N contiguous slices of a sweep's points. Slice K holds
+/// points [floor((K-1) T / N), floor(K T / N)) of T. count 0 = no sharding.
+struct Shard {
+  std::int64_t index = 0;
+  std::int64_t count = 0;
+};
+/// Parses `K/N` with 1 <= K <= N. Errors name the flag.
+Expected<Shard> parse_shard(std::string_view text);
+
+/// First line of a shard's output, which `tawsim merge` reads back:
+///   csv:  `# tawsim shard K/N first_point=F points=C total_points=T`
+///   json: `{"tawsim_shard": "K/N", "first_point": F, "points": C, "total_points": T, "slice": [`
+/// followed by exactly the lines the unsliced sweep prints for those points (csv: the header and
+/// the rows; json: the point objects, ",\n"-separated), then (json) `]}`.
+std::string shard_marker(Format format, const Shard& shard, std::int64_t first, std::int64_t points,
+                         std::int64_t total);
+
+/// Runs the cartesian product of `sweeps` over `base` with `jobs` threads (only `shard`'s slice
+/// of it when sharding; formats csv and json only). Every point is resolved
 /// (and so validated) before any simulation starts; results are written to `out` in point order as
 /// soon as all earlier points are done; `progress` (if set) is called after each finished point
 /// with (done, total). Returns the wall time in seconds.
@@ -55,6 +73,6 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
                            const sim::SimOptions& options, Format format, int jobs,
                            std::ostream& out,
                            const std::function<void(std::size_t, std::size_t)>& progress,
-                           bool fold = true);
+                           bool fold = true, const Shard& shard = {});
 
 }  // namespace tawpipe::cli
