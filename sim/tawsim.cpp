@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         {"compare", tawpipe::cli::compare_command},
         {"collectives", tawpipe::cli::collectives_command},
         {"merge", tawpipe::cli::merge_command},
+        {"plan", tawpipe::cli::plan_command},
     };
     std::vector<std::string> names;
     for (const auto& [name, command] : commands) {

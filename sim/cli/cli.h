@@ -21,6 +21,8 @@ int verify_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
 /// `tawsim collectives ...`: predicted nccl-tests tables.
 int collectives_command(const std::vector<std::string>& args);
+/// `tawsim plan ...`: searches methods, options, micro-batch size, dp and recomputation.
+int plan_command(const std::vector<std::string>& args);
 /// `tawsim merge SLICE...`: joins the --shard slices of a sweep in point order.
 int merge_command(const std::vector<std::string>& args);
 
