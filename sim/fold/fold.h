@@ -21,9 +21,14 @@
 /// compute, network (protocols, SM contention) and host (processor sharing) models may change
 /// underneath it. A model whose effect is not periodic in rounds simply makes the check fail.
 ///
-/// Symmetry (issue 15 item 2) is NOT exploited here: identical data-parallel replicas are still
-/// simulated one by one, because they share the inter-node switches and their gradient
-/// collectives contend there; see the closing note of issue 15.
+/// Symmetry (issue 15 item 2) is NOT exploited yet: identical data-parallel replicas are still
+/// simulated one by one. Where it would hold: replicas with the same program up to renumbering
+/// whose flows never share a link with another replica's flows (e.g. replicas that each sit in
+/// their own nodes and only meet in collectives whose per-link load is the same for every
+/// replica, as on a non-blocking rail-optimised fat tree with D-mod-k routing). Where it does
+/// not: a shared switch under contention -- an oversubscribed spine, a node holding parts of
+/// two replicas, a shared NIC (3x8-a100's single 10 GbE NIC per node) -- where one replica's
+/// flows slow another's, so simulating one replica and copying it would be optimistic.
 #pragma once
 
 #include <cstdint>
