@@ -22,8 +22,17 @@ if(NOT TAWPIPE_CUDA STREQUAL "OFF")
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
                /usr/local/cuda/lib64)
+  # cuDNN 9 (optional inside the CUDA backend): found beside the toolkit like NCCL.
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
+               /usr/local/cuda/lib64)
   if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(TAWPIPE_HAVE_CUDA ON)
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+      set(TAWPIPE_HAVE_CUDNN ON)
+    else()
+      set(TAWPIPE_HAVE_CUDNN OFF)
+    endif()
   elseif(TAWPIPE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "TAWPIPE_CUDA=ON but the CUDA Toolkit or NCCL was not found")
   endif()

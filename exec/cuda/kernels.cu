@@ -1,16 +1,12 @@
-// The element-wise and attention kernels of the block: device twins of exec/math (norm.cpp,
-// attention.cpp, mlp.cpp, loss.cpp, adamw.cpp, block.cpp's embedding), storage in fp32 or bf16,
-// arithmetic in fp32 (reductions in fp32 per thread, then a block reduction).
-//
-// Attention is our own simple kernel, not cuDNN's fused attention and not tiled: one thread block
-// per (query row, head, sequence) computes the causal scores, the softmax (stored, like the host
-// kernel, for the backward) and the output row; the backward is one block per query row (dS and
-// dQ) and one per key row (dK and dV). Correctness over speed: O(S^2 d) work, S floats of shared
-// memory per block.
+// The element-wise kernels of the block: device twins of exec/math (norm.cpp, mlp.cpp, loss.cpp,
+// adamw.cpp, block.cpp's embedding, attention.cpp's RoPE), storage in fp32 or bf16, arithmetic
+// in fp32 (reductions in fp32 per thread, then a block reduction). Attention itself is in
+// attention.cu (tiled, O(S) memory).
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
+#include "exec/cuda/device_math.cuh"
 #include "exec/cuda/kernels.h"
 
 namespace tawpipe::exec::cuda {
@@ -19,22 +15,9 @@ namespace {
 using device::DType;
 using device::Kernel;
 using device::KernelLaunch;
-using bf16 = __nv_bfloat16;
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float ld(const float* p) {
-  return *p;
-}
-__device__ __forceinline__ float ld(const bf16* p) {
-  return __bfloat162float(*p);
-}
-__device__ __forceinline__ void st(float* p, float v) {
-  *p = v;
-}
-__device__ __forceinline__ void st(bf16* p, float v) {
-  *p = __float2bfloat16(v);
-}
 __device__ __forceinline__ void atomic_add(float* p, float v) {
   atomicAdd(p, v);
 }
@@ -113,93 +96,6 @@ __global__ void rope(T* x, int64_t tokens, int64_t heads, int64_t hd, int64_t se
   const float a = ld(row + 2 * i), b = ld(row + 2 * i + 1);
   st(row + 2 * i, a * c - b * s);
   st(row + 2 * i + 1, a * s + b * c);
-}
-
-/// grid (seq, heads, batch); dynamic shared memory: seq floats.
-template <class T>
-__global__ void attention_forward(const T* q, const T* k, const T* v, float* probs, T* out,
-                                  int64_t heads, int64_t hd, int64_t seq) {
-  extern __shared__ float p[];
-  __shared__ float red[32];
-  const int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, H = heads * hd;
-  const int64_t base = b * seq * H + h * hd;
-  const float scale = rsqrtf(static_cast<float>(hd));
-  float mx = -INFINITY;
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    float s = 0.0f;
-    for (int64_t d = 0; d < hd; ++d)
-      s += ld(q + base + i * H + d) * ld(k + base + j * H + d);
-    p[j] = s * scale;
-    mx = fmaxf(mx, p[j]);
-  }
-  mx = block_reduce<true>(mx, red);
-  float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    p[j] = __expf(p[j] - mx);
-    sum += p[j];
-  }
-  const float inv = 1.0f / block_reduce<false>(sum, red);
-  float* prow = probs + ((b * heads + h) * seq + i) * seq;
-  for (int64_t j = threadIdx.x; j < seq; j += blockDim.x) {
-    if (j <= i) p[j] *= inv;
-    prow[j] = j <= i ? p[j] : 0.0f;
-  }
-  __syncthreads();
-  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t j = 0; j <= i; ++j)
-      o += p[j] * ld(v + base + j * H + d);
-    st(out + base + i * H + d, o);
-  }
-}
-
-/// Per query row i: dS_ij = P_ij (dP_ij - sum_j dP_ij P_ij) * scale, dP = dO V^T; dQ = dS K.
-template <class T>
-__global__ void attention_backward_rows(const T* k, const T* v, const float* probs, const T* dout,
-                                        T* dq, float* ds, int64_t heads, int64_t hd, int64_t seq) {
-  __shared__ float red[32];
-  const int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, H = heads * hd;
-  const int64_t base = b * seq * H + h * hd;
-  const float scale = rsqrtf(static_cast<float>(hd));
-  const float* prow = probs + ((b * heads + h) * seq + i) * seq;
-  float* drow = ds + ((b * heads + h) * seq + i) * seq;
-  float dot = 0.0f;
-  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) {
-    float dp = 0.0f;
-    for (int64_t d = 0; d < hd; ++d)
-      dp += ld(dout + base + i * H + d) * ld(v + base + j * H + d);
-    drow[j] = dp;
-    dot += dp * prow[j];
-  }
-  dot = block_reduce<false>(dot, red);
-  for (int64_t j = threadIdx.x; j < seq; j += blockDim.x)
-    drow[j] = j <= i ? prow[j] * (drow[j] - dot) * scale : 0.0f;
-  __syncthreads();
-  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int64_t j = 0; j <= i; ++j)
-      acc += drow[j] * ld(k + base + j * H + d);
-    st(dq + base + i * H + d, acc);
-  }
-}
-
-/// Per key row j: dK_j = sum_{i>=j} dS_ij Q_i; dV_j = sum_{i>=j} P_ij dO_i.
-template <class T>
-__global__ void attention_backward_cols(const T* q, const float* probs, const T* dout,
-                                        const float* ds, T* dk, T* dv, int64_t heads, int64_t hd,
-                                        int64_t seq) {
-  const int64_t j = blockIdx.x, h = blockIdx.y, b = blockIdx.z, H = heads * hd;
-  const int64_t base = b * seq * H + h * hd;
-  const int64_t plane = (b * heads + h) * seq * seq;
-  for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
-    float ak = 0.0f, av = 0.0f;
-    for (int64_t i = j; i < seq; ++i) {
-      ak += ds[plane + i * seq + j] * ld(q + base + i * H + d);
-      av += probs[plane + i * seq + j] * ld(dout + base + i * H + d);
-    }
-    st(dk + base + j * H + d, ak);
-    st(dv + base + j * H + d, av);
-  }
 }
 
 __device__ __forceinline__ float sigmoid(float x) {
@@ -315,24 +211,6 @@ void launch_typed(const KernelLaunch& k, cudaStream_t st) {
       rope<T><<<blocks(s[0] * s[1] * (s[2] / 2)), kThreads, 0, st>>>(P<T>(k, 0), s[0], s[1], s[2],
                                                                      s[3], k.f[0], k.f[1] != 0.0f);
       break;
-    case Kernel::attention_forward: {
-      const dim3 grid(static_cast<unsigned>(s[3]), static_cast<unsigned>(s[1]),
-                      static_cast<unsigned>(s[0]));
-      attention_forward<T><<<grid, 128, static_cast<size_t>(s[3]) * sizeof(float), st>>>(
-          P<T>(k, 0), P<T>(k, 1), P<T>(k, 2), P<float>(k, 3), P<T>(k, 4), s[1], s[2], s[3]);
-      break;
-    }
-    case Kernel::attention_backward: {
-      const dim3 grid(static_cast<unsigned>(s[3]), static_cast<unsigned>(s[1]),
-                      static_cast<unsigned>(s[0]));
-      attention_backward_rows<T><<<grid, 128, 0, st>>>(P<T>(k, 1), P<T>(k, 2), P<float>(k, 3),
-                                                       P<T>(k, 4), P<T>(k, 5), P<float>(k, 8), s[1],
-                                                       s[2], s[3]);
-      attention_backward_cols<T><<<grid, 128, 0, st>>>(P<T>(k, 0), P<float>(k, 3), P<T>(k, 4),
-                                                       P<float>(k, 8), P<T>(k, 6), P<T>(k, 7), s[1],
-                                                       s[2], s[3]);
-      break;
-    }
     case Kernel::swiglu_forward:
       swiglu_forward<T>
           <<<blocks(s[0]), kThreads, 0, st>>>(P<T>(k, 0), P<T>(k, 1), P<T>(k, 2), s[0]);
@@ -383,6 +261,9 @@ cudaError_t launch_kernel(const KernelLaunch& k, cudaStream_t stream) {
       else
         launch_pair<bf16, bf16>(k, stream);
       break;
+    case Kernel::attention_forward:
+    case Kernel::attention_backward:
+      return launch_attention(k, stream);
     case Kernel::adamw:
       if (src_f32)
         adamw<float><<<blocks(k.s[0]), kThreads, 0, stream>>>(

@@ -13,4 +13,8 @@ namespace tawpipe::exec::cuda {
 /// returns the launch status (cudaGetLastError after the launch).
 cudaError_t launch_kernel(const device::KernelLaunch& k, cudaStream_t stream);
 
+/// The tiled attention kernels of attention.cu (attention_forward / attention_backward slots in
+/// device_api.h); cudaErrorInvalidValue for a head dimension outside 1..256.
+cudaError_t launch_attention(const device::KernelLaunch& k, cudaStream_t stream);
+
 }  // namespace tawpipe::exec::cuda

@@ -63,11 +63,14 @@ struct Gemm {
 /// The element-wise and attention kernels of the block (exec/cuda/kernels.cu), each the device
 /// twin of an exec/math function (named in the comment; the argument slots are listed there).
 enum class Kernel : std::uint8_t {
-  rmsnorm_forward,     ///< p: x, g, y, r(f32);  s: rows, width;  f: eps
-  rmsnorm_backward,    ///< p: x, g, r, dy, dx, dg(f32, added);  s: rows, width
-  rope,                ///< p: x (in place);  s: tokens, heads, head_dim, seq_len;  f: base, inv
-  attention_forward,   ///< p: q, k, v, probs(f32), out;  s: batch, heads, head_dim, seq_len
-  attention_backward,  ///< p: q, k, v, probs, dout, dq, dk, dv, ds(f32 scratch);  s: as fwd
+  rmsnorm_forward,   ///< p: x, g, y, r(f32);  s: rows, width;  f: eps
+  rmsnorm_backward,  ///< p: x, g, r, dy, dx, dg(f32, added);  s: rows, width
+  rope,              ///< p: x (in place);  s: tokens, heads, head_dim, seq_len;  f: base, inv
+  /// Causal attention, O(seq_len) memory (exec/cuda/attention.cu):
+  attention_forward,   ///< p: q, k, v, lse(f32 [batch x heads x seq]), out
+                       ///< s: batch, heads, head_dim (1..256), seq_len
+  attention_backward,  ///< p: q, k, v, out, lse, dout, dq, dk, dv, delta(f32 scratch, as lse)
+                       ///< s: as forward
   swiglu_forward,      ///< p: gate, up, m;  s: n
   swiglu_backward,     ///< p: gate, up, dm, dgate, dup;  s: n
   add,                 ///< p: dst, src (dst += src; dst of `dtype`, src of `dtype2`);  s: n
@@ -82,13 +85,13 @@ enum class Kernel : std::uint8_t {
 const char* name(Kernel k);
 
 /// One kernel launch: which kernel, its pointers, integer shape and float scalars. `dtype` is
-/// the storage type of weights, activations and gradients (f32 or bf16); norms' r, attention
-/// probabilities, master weights and moments are always f32.
+/// the storage type of weights, activations and gradients (f32 or bf16); norms' r, attention's
+/// log-sum-exp, master weights and moments are always f32.
 struct KernelLaunch {
   Kernel kernel = Kernel::add;
   DType dtype = DType::f32;
   DType dtype2 = DType::f32;
-  std::array<DevicePtr, 9> p{};
+  std::array<DevicePtr, 10> p{};
   std::array<std::int64_t, 4> s{};
   std::array<float, 6> f{};
 };

@@ -98,7 +98,7 @@ class Emitter {
     TAWPIPE_TRY(gemm_act(false, false, T, H, H, s_.h1, H, W(L.wv), H, 0.0f, s_.v, H));
     TAWPIPE_TRY(rope(s_.q, false));
     TAWPIPE_TRY(rope(s_.k, false));
-    TAWPIPE_TRY(launch(Kernel::attention_forward, {s_.q, s_.k, s_.v, s_.probs, s_.o},
+    TAWPIPE_TRY(launch(Kernel::attention_forward, {s_.q, s_.k, s_.v, s_.lse, s_.o},
                        {a[0], a[1], a[2], a[3]}));
     TAWPIPE_TRY(copy(s_.x2, x, T * H));
     TAWPIPE_TRY(gemm_act(false, false, T, H, H, s_.o, H, W(L.wo), H, 1.0f, s_.x2, H));
@@ -134,7 +134,7 @@ class Emitter {
     TAWPIPE_TRY(gemm_grad(H, H, T, s_.o, H, s_.dx2, H, DW(L.wo), H));
     TAWPIPE_TRY(gemm_act(false, true, T, H, H, s_.dx2, H, W(L.wo), H, 0.0f, s_.dout, H));
     TAWPIPE_TRY(launch(Kernel::attention_backward,
-                       {s_.q, s_.k, s_.v, s_.probs, s_.dout, s_.dq, s_.dk, s_.dv, s_.ds},
+                       {s_.q, s_.k, s_.v, s_.o, s_.lse, s_.dout, s_.dq, s_.dk, s_.dv, s_.delta},
                        {a[0], a[1], a[2], a[3]}));
     TAWPIPE_TRY(rope(s_.dq, true));
     TAWPIPE_TRY(rope(s_.dk, true));
@@ -157,11 +157,14 @@ class Emitter {
 
 }  // namespace
 
+std::uint64_t attention_workspace_bytes(const math::Dims& d) {
+  return 2 * std::uint64_t{d.batch} * d.heads * d.seq_len * sizeof(float);
+}
+
 Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const math::Dims& d,
                                    DType act, std::size_t max_layers) {
   const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn, V = d.vocab;
   const std::size_t a = dtype_size(act);
-  const std::size_t P = d.batch * d.heads * d.seq_len * d.seq_len;
   Scratch s;
   std::uint64_t offset = 0;
   std::vector<std::pair<DevicePtr*, std::uint64_t>> pieces;
@@ -173,8 +176,8 @@ Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const ma
     piece(p, T * F * a);
   piece(&s.r1, T * 4);
   piece(&s.r2, T * 4);
-  piece(&s.probs, P * 4);
-  piece(&s.ds, P * 4);
+  piece(&s.lse, attention_workspace_bytes(d) / 2);
+  piece(&s.delta, attention_workspace_bytes(d) / 2);
   piece(&s.inputs, std::max<std::size_t>(max_layers, 1) * T * H * a);
   piece(&s.logits, T * V * a);
   piece(&s.tokens, 2 * T * 4);

@@ -16,11 +16,13 @@ namespace tawpipe::exec::device {
 /// Device scratch for the compute ops of one stream, sized for `max_layers` layers per op.
 /// Allocated once at prepare (persistent), freed with the backend.
 struct Scratch {
-  // One layer's forward cache ([T x H] or [T x F] of `act`; r* and probs f32).
-  DevicePtr h1 = 0, r1 = 0, q = 0, k = 0, v = 0, probs = 0, o = 0, x2 = 0, h2 = 0, r2 = 0, gate = 0,
+  // One layer's forward cache ([T x H] or [T x F] of `act`; r* f32; lse f32 [batch x heads x
+  // seq], the attention's only saved statistic: O(seq), never seq^2).
+  DevicePtr h1 = 0, r1 = 0, q = 0, k = 0, v = 0, lse = 0, o = 0, x2 = 0, h2 = 0, r2 = 0, gate = 0,
             up = 0, m = 0;
-  // Backward temporaries.
-  DevicePtr dm = 0, dgate = 0, dup = 0, dh = 0, dx2 = 0, dout = 0, dq = 0, dk = 0, dv = 0, ds = 0;
+  // Backward temporaries (delta: f32, shaped like lse).
+  DevicePtr dm = 0, dgate = 0, dup = 0, dh = 0, dx2 = 0, dout = 0, dq = 0, dk = 0, dv = 0,
+            delta = 0;
   // Layer inputs recomputed for the backward (max_layers x [T x H]), ping-pong and gradients.
   DevicePtr inputs = 0, out = 0, grad = 0, gin = 0;
   // Head: logits [T x V] of `act`; token ids (i32, inputs then targets).
@@ -36,6 +38,9 @@ struct ComputeEnv {
   DType act = DType::f32;
   Scratch scratch;
 };
+
+/// Bytes of attention workspace per layer in flight: lse and delta, f32 [batch x heads x seq].
+std::uint64_t attention_workspace_bytes(const math::Dims& d);
 
 /// Allocates the scratch of one stream (one mem_alloc; the pieces are offsets into it).
 Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const math::Dims& d,

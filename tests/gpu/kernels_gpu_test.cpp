@@ -1,6 +1,7 @@
 // The CUDA kernels and cuBLAS GEMMs against the host implementation (exec/math), through the
 // same DeviceApi the backend uses: each kernel alone in fp32 (tight tolerance), the GEMM in fp32
-// (all four transpose cases), and a whole decoder layer range forward and backward
+// (all four transpose cases), the tiled O(S)-memory attention for head dimensions 32-256 in
+// fp32 and bf16, and a whole decoder layer range forward and backward
 // (exec/device/device_compute.h vs exec/math/block.h). Every test SKIPS with the runtime's
 // reason where no CUDA device is visible.
 #include <algorithm>
@@ -65,6 +66,29 @@ class Gpu : public ::testing::Test {
     return *p;
   }
   DevicePtr zeros(std::size_t n) { return upload(Vec(n, 0.0f)); }
+  /// bf16 copies (round to nearest even) up and back down as fp32.
+  DevicePtr upload_bf16(const Vec& v) {
+    std::vector<std::uint16_t> h(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::uint32_t u = 0;
+      std::memcpy(&u, &v[i], 4);
+      h[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    auto p = api_->mem_alloc(std::max<std::size_t>(v.size(), 1) * 2, stream_);
+    EXPECT_TRUE(p.ok());
+    EXPECT_TRUE(api_->copy_to_device(*p, std::as_bytes(std::span(h)), stream_).ok());
+    return *p;
+  }
+  Vec download_bf16(DevicePtr p, std::size_t n) {
+    std::vector<std::uint16_t> h(n);
+    EXPECT_TRUE(api_->copy_to_host(std::as_writable_bytes(std::span(h)), p, stream_).ok());
+    Vec v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t u = std::uint32_t{h[i]} << 16;
+      std::memcpy(&v[i], &u, 4);
+    }
+    return v;
+  }
   Vec download(DevicePtr p, std::size_t n) {
     Vec v(n);
     EXPECT_TRUE(api_->copy_to_host(std::as_writable_bytes(std::span(v)), p, stream_).ok());
@@ -131,13 +155,14 @@ TEST_F(Gpu, RopeAttentionSwigluMatchHost) {
   math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(), out.data());
   math::attention_backward(d, q.data(), k.data(), v.data(), probs.data(), dout.data(), dq.data(),
                            dk.data(), dv.data());
-  const DevicePtr PR = zeros(P), O = zeros(TH), DQ = zeros(TH), DK = zeros(TH), DV = zeros(TH),
-                  DS = zeros(P);
+  const std::size_t rows = d.batch * d.heads * d.seq_len;
+  const DevicePtr LSE = zeros(rows), O = zeros(TH), DQ = zeros(TH), DK = zeros(TH), DV = zeros(TH),
+                  DELTA = zeros(rows);
   const std::int64_t as[4] = {static_cast<std::int64_t>(d.batch), rs[1], rs[2], rs[3]};
-  launch(Kernel::attention_forward, {Q, K, V, PR, O}, {as[0], as[1], as[2], as[3]});
-  launch(Kernel::attention_backward, {Q, K, V, PR, DO, DQ, DK, DV, DS},
+  launch(Kernel::attention_forward, {Q, K, V, LSE, O}, {as[0], as[1], as[2], as[3]});
+  launch(Kernel::attention_backward, {Q, K, V, O, LSE, DO, DQ, DK, DV, DELTA},
          {as[0], as[1], as[2], as[3]});
-  EXPECT_LT(max_rel(download(PR, P), probs), 1e-5);
+  EXPECT_EQ(probs.size(), P);
   EXPECT_LT(max_rel(download(O, TH), out), 1e-5);
   EXPECT_LT(max_rel(download(DQ, TH), dq), 1e-4);
   EXPECT_LT(max_rel(download(DK, TH), dk), 1e-4);
@@ -155,6 +180,60 @@ TEST_F(Gpu, RopeAttentionSwigluMatchHost) {
   EXPECT_LT(max_rel(download(M, n), m), 1e-5);
   EXPECT_LT(max_rel(download(DGA, n), dgate), 1e-5);
   EXPECT_LT(max_rel(download(DUP, n), dup), 1e-5);
+}
+
+/// The tiled attention (O(S) memory: only lse and delta) against exec/math's, which keeps the
+/// S x S probabilities, for head dimensions 32 to 256 and sequences that are not multiples of
+/// the kernel's tiles; fp32 storage (tight) and bf16 storage (bf16 tolerance).
+TEST_F(Gpu, TiledAttentionMatchesHostForHeadDims32To256) {
+  for (std::size_t hd : {32u, 64u, 80u, 128u, 256u}) {
+    for (DType t : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE("head_dim " + std::to_string(hd) + " " + name(t));
+      math::Dims d;
+      d.heads = 2;
+      d.head_dim = hd;
+      d.hidden = 2 * hd;
+      d.seq_len = 37;
+      d.batch = 2;
+      const std::size_t TH = d.tokens() * d.hidden;
+      const Vec q = random(TH, 21), k = random(TH, 22), v = random(TH, 23), dout = random(TH, 24);
+      Vec probs(d.batch * d.heads * d.seq_len * d.seq_len), out(TH), dq(TH), dk(TH), dv(TH);
+      math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(), out.data());
+      math::attention_backward(d, q.data(), k.data(), v.data(), probs.data(), dout.data(),
+                               dq.data(), dk.data(), dv.data());
+      const std::size_t rows = d.batch * d.heads * d.seq_len;
+      auto put = [&](const Vec& x) { return t == DType::f32 ? upload(x) : upload_bf16(x); };
+      auto get = [&](DevicePtr p) {
+        return t == DType::f32 ? download(p, TH) : download_bf16(p, TH);
+      };
+      const DevicePtr Q = put(q), K = put(k), V = put(v), DO = put(dout), O = put(Vec(TH)),
+                      DQ = put(Vec(TH)), DK = put(Vec(TH)), DV = put(Vec(TH)), LSE = zeros(rows),
+                      DELTA = zeros(rows);
+      const std::int64_t s[4] = {static_cast<std::int64_t>(d.batch),
+                                 static_cast<std::int64_t>(d.heads), static_cast<std::int64_t>(hd),
+                                 static_cast<std::int64_t>(d.seq_len)};
+      KernelLaunch f;
+      f.kernel = Kernel::attention_forward;
+      f.dtype = t;
+      f.p = {Q, K, V, LSE, O};
+      std::copy(s, s + 4, f.s.begin());
+      ASSERT_TRUE(api_->launch(f, stream_).ok());
+      KernelLaunch b = f;
+      b.kernel = Kernel::attention_backward;
+      b.p = {Q, K, V, O, LSE, DO, DQ, DK, DV, DELTA};
+      ASSERT_TRUE(api_->launch(b, stream_).ok());
+      const double tol = t == DType::f32 ? 1e-4 : 3e-2;
+      EXPECT_LT(max_rel(get(O), out), tol);
+      EXPECT_LT(max_rel(get(DQ), dq), tol);
+      EXPECT_LT(max_rel(get(DK), dk), tol);
+      EXPECT_LT(max_rel(get(DV), dv), tol);
+    }
+  }
+  // Head dimensions past 256 are refused, not miscomputed.
+  KernelLaunch wide;
+  wide.kernel = Kernel::attention_forward;
+  wide.s = {1, 1, 512, 8};
+  EXPECT_FALSE(api_->launch(wide, stream_).ok());
 }
 
 TEST_F(Gpu, CrossEntropyAndAdamWMatchHost) {
