@@ -7,6 +7,9 @@
 #include <vector>
 
 #include <mpi.h>
+#ifdef TAWPIPE_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 #include "exec/cuda/check.h"
 #include "exec/cuda/kernels.h"
@@ -46,6 +49,16 @@ void* ptr(DevicePtr p) {
 
 class CudaApi final : public device::DeviceApi {
  public:
+  explicit CudaApi(std::uint64_t release_threshold = UINT64_MAX)
+      : release_threshold_(release_threshold) {}
+  ~CudaApi() override {
+    // Allocations go back to the pool first (their owners), then the pool itself.
+    live_.clear();
+    if (pool_) static_cast<void>(cudaMemPoolDestroy(pool_));
+  }
+  CudaApi(const CudaApi&) = delete;
+  CudaApi& operator=(const CudaApi&) = delete;
+
   Expected<int> device_count() override {
     int n = 0;
     const cudaError_t rc = cudaGetDeviceCount(&n);
@@ -59,9 +72,15 @@ class CudaApi final : public device::DeviceApi {
 
   Status set_device(int device) override {
     TAWPIPE_CUDA_CHECK(cudaSetDevice(device));
-    TAWPIPE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_, device));
-    // Keep freed memory in the pool (no release on synchronisation) and restart the peak.
-    std::uint64_t keep = UINT64_MAX, zero = 0;
+    // The stream-ordered pool of every IR alloc/free (cudaMallocFromPoolAsync / cudaFreeAsync):
+    // freed memory stays in the pool up to the release threshold (no release, hence no
+    // synchronisation, at stream synchronisations), and its high-water mark is the peak.
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    TAWPIPE_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
+    std::uint64_t keep = release_threshold_, zero = 0;
     TAWPIPE_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
     TAWPIPE_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
     cublasHandle_t h = nullptr;
@@ -108,7 +127,7 @@ class CudaApi final : public device::DeviceApi {
 
   Expected<DevicePtr> mem_alloc(std::uint64_t bytes, StreamHandle s) override {
     void* p = nullptr;
-    TAWPIPE_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream(s)));
+    TAWPIPE_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_, stream(s)));
     const auto address = static_cast<DevicePtr>(reinterpret_cast<std::uintptr_t>(p));
     live_.emplace(address, DeviceBuffer(p));
     return address;
@@ -259,6 +278,7 @@ class CudaApi final : public device::DeviceApi {
   ncclComm_t comm(CommHandle c) const { return comms_.at(static_cast<std::size_t>(c)).get(); }
 
   // Declaration order = reverse teardown order: communicators and memory go before streams.
+  std::uint64_t release_threshold_;
   cudaMemPool_t pool_ = nullptr;
   CublasOwner blas_;
   std::vector<StreamOwner> streams_;
@@ -314,8 +334,19 @@ std::optional<std::string> missing_device() {
   return s.ok() ? std::string("no CUDA device visible on some rank") : s.error().message;
 }
 
-std::unique_ptr<device::DeviceApi> make_cuda_api() {
-  return std::make_unique<CudaApi>();
+std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold) {
+  return std::make_unique<CudaApi>(pool_release_threshold);
+}
+
+std::string attention_path() {
+#ifdef TAWPIPE_HAVE_CUDNN
+  const std::size_t v = cudnnGetVersion();
+  return "tiled O(S) kernel (cuDNN " + std::to_string(v / 10000) + "." +
+         std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
+         " found; its fused SDPA is not wired in yet)";
+#else
+  return "tiled O(S) kernel (built without cuDNN)";
+#endif
 }
 
 std::unique_ptr<device::Bootstrap> make_mpi_bootstrap() {

@@ -4,6 +4,7 @@
 /// found (TAWPIPE_HAVE_CUDA).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,7 +26,13 @@ std::optional<std::string> missing_device();
 
 /// The DeviceApi over CUDA, NCCL and cuBLAS. It owns every stream, event, communicator,
 /// allocation and cuBLAS handle it hands out (RAII owners) and releases them when destroyed.
-std::unique_ptr<device::DeviceApi> make_cuda_api();
+/// Allocations come from a stream-ordered pool of its own (cudaMallocFromPoolAsync /
+/// cudaFreeAsync) that keeps up to `pool_release_threshold` bytes of freed memory (default:
+/// all of it) instead of returning them to the driver.
+std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold = UINT64_MAX);
+
+/// Which attention implementation the kernels use, for run and calibration summaries.
+std::string attention_path();
 
 /// The bootstrap over MPI_COMM_WORLD (MPI must be initialised): local rank from the launcher's
 /// environment, else from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); broadcast = MPI_Bcast.

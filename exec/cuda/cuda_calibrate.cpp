@@ -1,15 +1,10 @@
-// `tawexec calibrate --backend cuda`: micro-benchmarks through the same DeviceApi the backend
-// uses (so the figures are what the backend's calls achieve), timed with CUDA events, written as
-// a calibration profile (common/profile/profile.h).
-//
-// Measured on every rank's device (rank 0's figures are written): BF16 GEMM FLOP/s at the
-// block's shapes (T x H x H, T x F x H, T x H x F), attention forward and backward FLOP/s
-// (counted like common/model/cost.h: causal 2*B*S^2*H forward, 2.5x backward), element-wise
-// bytes/s (SwiGLU: three tensors), streaming device copy, and the cost of a one-element kernel
-// (launch overhead). With two or more ranks: NCCL send/recv latency (8 bytes) and bandwidth
-// (64 MiB) between world ranks 0 and 1, which share a node when ranks are placed by node
-// (link classes nvlink and nvswitch), and between rank 0 and the first rank of the second node
-// (link class nic), when there is one.
+// `tawexec calibrate --backend cuda`: every rank measures its device (calibrate_device.cpp:
+// kernel-class points at the block's real shapes, launch overhead) and the communication
+// (calibrate_comm.cpp: NCCL collectives by size inside a node and across nodes, send/recv
+// exchanges); rank 0 combines them (exec/device/calibration.h: medians over the ranks, the
+// spread, slow GPUs as outliers; collective times as the slowest member's; slow NICs from each
+// rank's inter-node bandwidth) and writes one profile v2 (common/profile/profile.h). The
+// spread and the outliers are also reported on stderr.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -21,152 +16,60 @@
 #include "common/profile/profile.h"
 #include "exec/calibrate_flags.h"
 #include "exec/cli_support.h"
+#include "exec/cuda/calibrate_bench.h"
 #include "exec/cuda/cuda_api.h"
 #include "exec/cuda/cuda_run.h"
+#include "exec/device/calibration.h"
 #include "exec/math/dims.h"
 
 namespace tawpipe::exec::cuda {
 namespace {
 
-using device::DevicePtr;
-using device::DType;
-
-struct Bench {
-  device::DeviceApi& api;
-  device::StreamHandle stream;
-  device::EventHandle e0, e1;
-
-  /// Seconds per call of `fn` (mean over `reps` after one warm-up call).
-  Expected<double> time(int reps, const std::function<Status()>& fn) {
-    TAWPIPE_TRY(fn());
-    TAWPIPE_TRY(api.event_record(e0, stream));
-    for (int i = 0; i < reps; ++i)
-      TAWPIPE_TRY(fn());
-    TAWPIPE_TRY(api.event_record(e1, stream));
-    TAWPIPE_TRY(api.stream_synchronize(stream));
-    auto ms = api.event_elapsed_ms(e0, e1);
-    if (!ms.ok()) return ms.error();
-    return static_cast<double>(*ms) * 1e-3 / reps;
-  }
-};
-
-Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const math::Dims& d) {
-  auto stream = api.stream_create();
-  auto e0 = api.event_create();
-  auto e1 = api.event_create();
-  if (!stream.ok()) return stream.error();
-  if (!e0.ok()) return e0.error();
-  if (!e1.ok()) return e1.error();
-  Bench b{api, *stream, *e0, *e1};
-  const auto T = static_cast<std::int64_t>(d.tokens()), H = static_cast<std::int64_t>(d.hidden),
-             F = static_cast<std::int64_t>(d.ffn);
-  const std::uint64_t big = std::uint64_t{256} << 20;
-  auto mem = api.mem_alloc(3 * big, *stream);
-  if (!mem.ok()) return mem.error();
-  TAWPIPE_TRY(api.mem_zero(*mem, 3 * big, *stream));
-  const DevicePtr a = *mem, bb = *mem + big, c = *mem + 2 * big;
-  profile::DeviceProfile dev;
-  dev.dtype = "bf16";
-
-  double flops = 0.0, seconds = 0.0;
-  for (auto [m, n, k] : {std::array{T, H, H}, std::array{T, F, H}, std::array{T, H, F}}) {
-    device::Gemm g;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.a = a;
-    g.b = bb;
-    g.c = c;
-    g.lda = k;
-    g.ldb = n;
-    g.ldc = n;
-    g.ab_type = g.c_type = DType::bf16;
-    auto s = b.time(20, [&] { return api.gemm(g, *stream); });
-    if (!s.ok()) return s.error();
-    flops += 2.0 * static_cast<double>(m * n * k);
-    seconds += *s;
-  }
-  dev.kernels[model::KernelClass::gemm] = {
-      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / seconds))};
-
-  device::KernelLaunch at;
-  at.dtype = DType::bf16;
-  at.s = {static_cast<std::int64_t>(d.batch), static_cast<std::int64_t>(d.heads),
-          static_cast<std::int64_t>(d.head_dim), static_cast<std::int64_t>(d.seq_len)};
-  const double attn = 2.0 * static_cast<double>(d.batch * d.seq_len * d.seq_len * d.hidden);
-  // Stored probabilities and their gradient: batch * heads * S^2 fp32 each.
-  const std::uint64_t plane = d.batch * d.heads * d.seq_len * d.seq_len * 4;
-  auto probs = api.mem_alloc(2 * plane, *stream);
-  if (!probs.ok()) return probs.error();
-  at.kernel = device::Kernel::attention_forward;
-  at.p = {a, a, a, *probs, bb};
-  auto fwd = b.time(5, [&] { return api.launch(at, *stream); });
-  if (!fwd.ok()) return fwd.error();
-  dev.kernels[model::KernelClass::attention_fwd] = {
-      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(attn / *fwd))};
-  at.kernel = device::Kernel::attention_backward;
-  at.p = {a, a, a, *probs, a, bb, bb, bb, *probs + plane};
-  auto bwd = b.time(5, [&] { return api.launch(at, *stream); });
-  if (!bwd.ok()) return bwd.error();
-  TAWPIPE_TRY(api.mem_free(*probs, *stream));
-  dev.kernels[model::KernelClass::attention_bwd] = {
-      profile::KernelPoint::flat_rate(FlopRate::flops_per_second(2.5 * attn / *bwd))};
-
-  device::KernelLaunch sw;
-  sw.kernel = device::Kernel::swiglu_forward;
-  sw.dtype = DType::bf16;
-  sw.p = {a, bb, c};
-  sw.s[0] = static_cast<std::int64_t>(big / 2);
-  auto ew = b.time(10, [&] { return api.launch(sw, *stream); });
-  if (!ew.ok()) return ew.error();
-  profile::set_flat_memory_bound(dev,
-                                 Bandwidth::bytes_per_second(3.0 * static_cast<double>(big) / *ew));
-  auto cp = b.time(10, [&] { return api.copy_device(bb, a, big, *stream); });
-  if (!cp.ok()) return cp.error();
-  dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * static_cast<double>(big) / *cp);
-  sw.s[0] = 1;
-  auto tiny = b.time(200, [&] { return api.launch(sw, *stream); });
-  if (!tiny.ok()) return tiny.error();
-  dev.launch_overhead = SimTime::from_seconds(*tiny);
-  TAWPIPE_TRY(api.mem_free(*mem, *stream));
-  return dev;
+/// Gathers each rank's `mine` (the same length on every rank) to rank 0: [rank][i].
+Expected<std::vector<std::vector<double>>> gather(const std::vector<double>& mine, int world) {
+  int n = static_cast<int>(mine.size()), lo = 0, hi = 0;
+  MPI_Allreduce(&n, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&n, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (lo != hi) return make_error("ranks measured different numbers of figures");
+  std::vector<double> all(static_cast<std::size_t>(n) * static_cast<std::size_t>(world));
+  MPI_Gather(mine.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(world));
+  for (std::size_t r = 0; r < out.size(); ++r)
+    out[r].assign(all.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(n)),
+                  all.begin() + static_cast<std::ptrdiff_t>((r + 1) * static_cast<std::size_t>(n)));
+  return out;
 }
 
-/// One-way NCCL send/recv time between world ranks `x` and `y` (others only join the split).
-Expected<std::optional<profile::LinkProfile>> measure_pair(device::DeviceApi& api,
-                                                           device::CommHandle world, int rank,
-                                                           int x, int y) {
-  const bool member = rank == x || rank == y;
-  auto pair = api.comm_split(world, member ? 0 : -1, rank == x ? 0 : 1);
-  if (!pair.ok()) return pair.error();
-  if (!member) return std::optional<profile::LinkProfile>{};
-  auto stream = api.stream_create();
-  auto e0 = api.event_create();
-  auto e1 = api.event_create();
-  if (!stream.ok() || !e0.ok() || !e1.ok()) return make_error("cannot create stream or events");
-  Bench b{api, *stream, *e0, *e1};
-  const std::uint64_t big = std::uint64_t{64} << 20;
-  auto buf = api.mem_alloc(2 * big, *stream);
-  if (!buf.ok()) return buf.error();
-  const int peer = rank == x ? 1 : 0;
-  auto exchange = [&](std::uint64_t bytes) {
-    return b.time(bytes > 1024 ? 10 : 200, [&]() -> Status {
-      TAWPIPE_TRY(api.group_start());
-      TAWPIPE_TRY(api.send(*buf, bytes, DType::u8, peer, *pair, *stream));
-      TAWPIPE_TRY(api.recv(*buf + big, bytes, DType::u8, peer, *pair, *stream));
-      return api.group_end();
-    });
-  };
-  auto lat = exchange(8);
-  auto bw = exchange(big);
-  if (!lat.ok()) return lat.error();
-  if (!bw.ok()) return bw.error();
-  profile::LinkProfile link;
-  link.latency = SimTime::from_seconds(*lat);
-  link.bandwidth =
-      Bandwidth::bytes_per_second(static_cast<double>(big) / std::max(*bw - *lat, 1e-9));
-  TAWPIPE_TRY(api.mem_free(*buf, *stream));
-  return std::optional<profile::LinkProfile>(link);
+/// The slowest member's time of every point, on rank 0: the curves of every rank are laid out
+/// alike (the send/recv curve of a rank outside a pair counts as zeros).
+void slowest_times(std::vector<profile::CommMeasurement>& curves, const Placement& at) {
+  // Slots: every collective curve, then the intra and inter exchange curves where they exist
+  // (null: this rank is outside that pair).
+  std::vector<profile::CommMeasurement*> slots;
+  for (auto& m : curves)
+    if (m.op != profile::CommOp::sendrecv) slots.push_back(&m);
+  for (auto [exists, scope] : {std::pair{at.per_node >= 2, profile::CommScope::intra_node},
+                               std::pair{at.nodes() >= 2, profile::CommScope::inter_node}}) {
+    if (!exists) continue;
+    profile::CommMeasurement* found = nullptr;
+    for (auto& m : curves)
+      if (m.op == profile::CommOp::sendrecv && m.scope == scope) found = &m;
+    slots.push_back(found);
+  }
+  constexpr std::size_t kPoints = 4;  // calibrate_comm.cpp's sizes
+  std::vector<double> t;
+  for (auto* m : slots) {
+    for (std::size_t k = 0; k < kPoints; ++k)
+      t.push_back(m && k < m->points.size() ? m->points[k].time.seconds() : 0.0);
+  }
+  std::vector<double> worst(t.size());
+  MPI_Reduce(t.data(), worst.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, 0,
+             MPI_COMM_WORLD);
+  for (std::size_t j = 0; j < slots.size(); ++j) {
+    if (!slots[j]) continue;
+    for (std::size_t k = 0; k < slots[j]->points.size() && k < kPoints; ++k)
+      slots[j]->points[k].time = SimTime::from_seconds(worst[j * kPoints + k]);
+  }
 }
 
 }  // namespace
@@ -195,10 +98,13 @@ int calibrate_main(int argc, char** argv) {
     TAWPIPE_TRY(api->set_device(*local % *count));
     auto dev = measure_device(*api, *dims);
     if (!dev.ok()) return dev.error();
+    auto figures = gather(device::device_figures(*dev), world);
+    if (!figures.ok()) return figures.error();
     profile::Profile p;
     p.producer =
         "tawexec calibrate " TAWPIPE_VERSION " (cuda backend, " + std::to_string(world) + " ranks)";
-    p.devices[*kind] = *dev;
+    p.backend = profile::Backend::cuda;
+    if (rank == 0) p.devices[*kind] = device::combine_ranks(*dev, *figures);
     if (world < 2) return p;
     device::UniqueId id;
     if (rank == 0) {
@@ -211,15 +117,39 @@ int calibrate_main(int argc, char** argv) {
     if (!comm.ok()) return comm.error();
     auto per_node = node_size();
     if (!per_node.ok()) return per_node.error();
-    if (*per_node >= 2) {
-      auto intra = measure_pair(*api, *comm, rank, 0, 1);
-      if (!intra.ok()) return intra.error();
-      if (*intra) p.links["nvlink"] = p.links["nvswitch"] = **intra;
-    }
-    if (world > *per_node) {
-      auto inter = measure_pair(*api, *comm, rank, 0, *per_node);
-      if (!inter.ok()) return inter.error();
-      if (*inter) p.links["nic"] = **inter;
+    const Placement at{rank, world, *per_node};
+    auto measured = measure_comm(*api, *comm, at);
+    if (!measured.ok()) return measured.error();
+    slowest_times(measured->curves, at);
+    auto nic = gather({measured->nic_bandwidth}, world);
+    if (!nic.ok()) return nic.error();
+    if (rank != 0) return p;
+    p.communication = std::move(measured->curves);
+    // Rank 0 is in both pairs: links[0] inside its node, the last across nodes.
+    if (at.per_node >= 2 && !measured->links.empty())
+      p.links["nvlink"] = p.links["nvswitch"] = measured->links.front();
+    if (at.nodes() >= 2 && !measured->links.empty()) p.links["nic"] = measured->links.back();
+    if (at.nodes() >= 2) {
+      std::vector<double> bw;
+      for (const auto& v : *nic)
+        bw.push_back(v[0]);
+      std::vector<double> paired;
+      std::vector<int> ids;
+      for (std::size_t r = 0; r < bw.size(); ++r)
+        if (bw[r] > 0.0) {
+          paired.push_back(bw[r]);
+          ids.push_back(static_cast<int>(r));
+        }
+      std::vector<int> slow;
+      for (int k : device::slow_ranks(paired))
+        slow.push_back(ids[static_cast<std::size_t>(k)]);
+      if (!slow.empty()) {
+        std::string list;
+        for (int r : slow)
+          list += (list.empty() ? "" : ", ") + std::to_string(r);
+        kCalibrate.say("slow NIC (inter-node send/recv below 90% of the median " +
+                       std::to_string(device::median(paired) / 1e9) + " GB/s) on ranks " + list);
+      }
     }
     return p;
   };
@@ -228,7 +158,18 @@ int calibrate_main(int argc, char** argv) {
     kCalibrate.abort_rank(profile.error().to_string());
   }
   int status = cli::kExitOk;
-  if (rank == 0) status = cli::write_calibrated_profile(flags.output, *profile);
+  if (rank == 0) {
+    const profile::DeviceProfile& d = profile->devices.begin()->second;
+    if (d.ranks) {
+      std::string list;
+      for (int r : d.ranks->outliers)
+        list += (list.empty() ? "" : ", ") + std::to_string(r);
+      kCalibrate.say(std::to_string(d.ranks->count) + " ranks, device spread " +
+                     std::to_string(d.ranks->spread * 100.0) + "%" +
+                     (list.empty() ? "" : ", slow GPU on ranks " + list));
+    }
+    status = cli::write_calibrated_profile(flags.output, *profile);
+  }
   MPI_Finalize();
   return status;
 }
