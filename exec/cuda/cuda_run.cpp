@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include <fmt/core.h>
@@ -81,6 +82,36 @@ int run_main(const CudaRunOptions& o) {
   if (!records.ok()) kTawexec.abort_rank(records.error().message);
   if (!peaks.ok()) kTawexec.abort_rank(peaks.error().message);
   int exit_code = cli::kExitOk;
+  // --verify: losses, then the final weights of every rank (copied from the devices) against
+  // the single-process reference after the same steps. bf16 programs get a bf16-sized tolerance
+  // for both (weights stored in bf16 carry 2^-8 relative rounding per scalar).
+  const bool bf16 = program.header.dtype == "bf16";
+  std::optional<ReferenceTrainer> reference;
+  double worst_loss = 0.0;
+  if (o.verify && rank == 0) {
+    ReferenceConfig rc;
+    rc.model = prepared->model;
+    rc.seq_len = program.header.seq_len;
+    rc.micro_batch_size = program.header.micro_batch_size;
+    rc.samples = samples;
+    rc.optimizer = prepared->train.optimizer;
+    rc.seed = prepared->train.seed;
+    auto ref = ReferenceTrainer::create(rc);
+    if (!ref.ok()) kTawexec.abort_rank(ref.error().to_string());
+    reference.emplace(std::move(*ref));
+    for (double got : losses) {
+      const double want = reference->step();
+      worst_loss = std::max(worst_loss, std::abs(got - want) / std::max(1.0, std::abs(want)));
+    }
+  }
+  host::WeightCheck weights;
+  if (o.verify) {
+    auto check = host::check_weights(
+        program, rank, [&](ir::BufferId b) { return backend.buffer_values(b); }, bf16 ? 2 : 4,
+        reference ? &*reference : nullptr);
+    if (!check.ok()) kTawexec.abort_rank(check.error().message);
+    weights = *check;
+  }
   if (rank == 0) {
     Measurement m;
     m.ranks = std::move(*records);
@@ -95,6 +126,7 @@ int run_main(const CudaRunOptions& o) {
         "device memory {:.2f} MB/rank, loss {:.6f}\n",
         program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
         rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
+    std::cout << "tawexec: attention: " << attention_path() << "\n";
     auto write = [&](const std::string& file, auto&& fn) {
       if (file.empty()) return;
       Status s = write_file_with(file, [&](std::ostream& out) {
@@ -110,26 +142,17 @@ int run_main(const CudaRunOptions& o) {
     write(o.trace_file,
           [&](std::ostream& out) { report::write_chrome_trace(program, rep, {}, {}, out); });
     if (o.verify) {
-      // Losses only: the weights stay on the devices (tests/gpu checks the kernels against
-      // the host ones). bf16 programs get a bf16-sized tolerance.
-      ReferenceConfig rc;
-      rc.model = prepared->model;
-      rc.seq_len = program.header.seq_len;
-      rc.micro_batch_size = program.header.micro_batch_size;
-      rc.samples = samples;
-      rc.optimizer = prepared->train.optimizer;
-      rc.seed = prepared->train.seed;
-      auto ref = ReferenceTrainer::create(rc);
-      if (!ref.ok()) kTawexec.abort_rank(ref.error().to_string());
-      const double limit = program.header.dtype == "bf16" ? 2e-2 : 1e-4;
-      double worst = 0.0;
-      for (double got : losses) {
-        const double want = ref->step();
-        worst = std::max(worst, std::abs(got - want) / std::max(1.0, std::abs(want)));
-      }
-      const bool ok = worst <= limit;
+      const double loss_limit = bf16 ? 2e-2 : 1e-4, weight_limit = bf16 ? 2e-2 : 1e-4;
+      const bool loss_ok = worst_loss <= loss_limit;
+      const bool weights_ok = weights.max_relative_diff <= weight_limit;
       std::cout << fmt::format("verify: worst relative loss difference {:.3e} (limit {:.0e}): {}\n",
-                               worst, limit, ok ? "PASSED" : "FAILED");
+                               worst_loss, loss_limit, loss_ok ? "ok" : "FAILED");
+      std::cout << fmt::format(
+          "verify: max relative weight difference {:.3e} over {} buffers ({}) (limit {:.0e}): {}\n",
+          weights.max_relative_diff, weights.buffers, weights.worst.empty() ? "-" : weights.worst,
+          weight_limit, weights_ok ? "ok" : "FAILED");
+      const bool ok = loss_ok && weights_ok;
+      std::cout << (ok ? "verify: PASSED\n" : "verify: FAILED\n");
       if (!ok) exit_code = cli::kExitFailed;
     }
   }

@@ -19,7 +19,7 @@ struct CudaRunOptions {
   std::int64_t warmup = 0;
   std::string report_file, trace_file;
   double timeout_seconds = 0.0;
-  bool verify = false;  ///< losses against the single-process reference (weights stay on device)
+  bool verify = false;  ///< losses and final weights against the single-process reference
 };
 
 /// Runs the program on one GPU per MPI rank and writes the measured report and trace.

@@ -511,4 +511,28 @@ DType DeviceBackend::buffer_dtype(ir::BufferId b) const {
   return impl_->types.at(static_cast<std::size_t>(b));
 }
 
+Expected<std::vector<float>> DeviceBackend::buffer_values(ir::BufferId b) {
+  Impl& m = *impl_;
+  const auto u = static_cast<std::size_t>(b);
+  if (!m.alive.at(u)) return make_error("buffer '" + m.rp->buffers[u].name + "' is dead");
+  const DType t = m.types[u];
+  if (t != DType::f32 && t != DType::bf16)
+    return make_error("buffer '" + m.rp->buffers[u].name + "' holds " + name(t));
+  m.api.mark_op(ir::kNone);
+  std::vector<std::byte> raw(m.elements_of(b) * dtype_size(t));
+  TAWPIPE_TRY(m.api.copy_to_host(raw, m.addr[u], m.streams.at(0)));
+  std::vector<float> out(m.elements_of(b));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (t == DType::f32) {
+      std::memcpy(&out[i], raw.data() + 4 * i, 4);
+    } else {
+      std::uint16_t h = 0;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      const std::uint32_t bits = std::uint32_t{h} << 16;
+      std::memcpy(&out[i], &bits, 4);
+    }
+  }
+  return out;
+}
+
 }  // namespace tawpipe::exec::device

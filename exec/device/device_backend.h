@@ -109,6 +109,9 @@ class DeviceBackend final : public Backend {
   /// The device address of a live buffer (0 when dead), and its element type.
   DevicePtr buffer_address(ir::BufferId b) const;
   DType buffer_dtype(ir::BufferId b) const;
+  /// The values of a live f32 or bf16 buffer as floats (a synchronous copy to the host: for
+  /// --verify after the run, never inside an iteration). Errors for dead buffers.
+  Expected<std::vector<float>> buffer_values(ir::BufferId b);
 
  private:
   struct Impl;

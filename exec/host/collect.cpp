@@ -97,12 +97,30 @@ Expected<std::vector<std::uint64_t>> gather_u64(std::uint64_t value, int world) 
 
 Expected<WeightCheck> check_weights(const ir::Program& program, ir::Rank rank,
                                     const HostBackend& backend, const ReferenceTrainer* reference) {
+  return check_weights(
+      program, rank,
+      [&](ir::BufferId b) -> Expected<std::vector<float>> {
+        const auto data = backend.buffer_data(b);
+        return std::vector<float>(data.begin(), data.end());
+      },
+      4, reference);
+}
+
+Expected<WeightCheck> check_weights(
+    const ir::Program& program, ir::Rank rank,
+    const std::function<Expected<std::vector<float>>(ir::BufferId)>& fetch,
+    std::size_t element_bytes, const ReferenceTrainer* reference) {
+  auto elements = [&](const ir::Buffer& buf) {
+    return static_cast<std::size_t>((buf.size.count() + element_bytes - 1) / element_bytes);
+  };
   if (rank != 0) {
     const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
     for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
       if (!compared(rp.buffers[b])) continue;
-      const auto data = backend.buffer_data(static_cast<ir::BufferId>(b));
-      TAWPIPE_MPI(MPI_Send(data.data(), static_cast<int>(data.size()), MPI_FLOAT, 0, kWeightsTag,
+      auto data = fetch(static_cast<ir::BufferId>(b));
+      if (!data.ok()) return data.error();
+      data->resize(elements(rp.buffers[b]), 0.0f);
+      TAWPIPE_MPI(MPI_Send(data->data(), static_cast<int>(data->size()), MPI_FLOAT, 0, kWeightsTag,
                            MPI_COMM_WORLD));
     }
     return WeightCheck{};
@@ -113,12 +131,13 @@ Expected<WeightCheck> check_weights(const ir::Program& program, ir::Rank rank,
     for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
       const ir::Buffer& buf = rp.buffers[b];
       if (!compared(buf)) continue;
-      const std::size_t n = static_cast<std::size_t>((buf.size.count() + 3) / 4);
+      const std::size_t n = elements(buf);
       std::vector<float> got(n);
       if (r == 0) {
-        const auto data = backend.buffer_data(static_cast<ir::BufferId>(b));
-        std::copy(data.begin(),
-                  data.begin() + static_cast<std::ptrdiff_t>(std::min(n, data.size())),
+        auto data = fetch(static_cast<ir::BufferId>(b));
+        if (!data.ok()) return data.error();
+        std::copy(data->begin(),
+                  data->begin() + static_cast<std::ptrdiff_t>(std::min(n, data->size())),
                   got.begin());
       } else {
         TAWPIPE_MPI(MPI_Recv(got.data(), static_cast<int>(n), MPI_FLOAT, r, kWeightsTag,

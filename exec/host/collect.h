@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,14 @@ struct WeightCheck {
 /// near-zero weights are judged against the block's scale; padding must stay zero.
 Expected<WeightCheck> check_weights(const ir::Program& program, ir::Rank rank,
                                     const HostBackend& backend, const ReferenceTrainer* reference);
+
+/// The same for any backend: `fetch` returns a compared buffer's values as floats (a device
+/// backend copies and decodes them), `element_bytes` is the stored element size (4 for fp32,
+/// 2 for bf16 storage) that turns the IR's byte sizes into element counts. Collective over the
+/// world like the overload above.
+Expected<WeightCheck> check_weights(
+    const ir::Program& program, ir::Rank rank,
+    const std::function<Expected<std::vector<float>>(ir::BufferId)>& fetch,
+    std::size_t element_bytes, const ReferenceTrainer* reference);
 
 }  // namespace tawpipe::exec::host
