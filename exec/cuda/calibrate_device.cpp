@@ -39,13 +39,15 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
   if (!mem.ok()) return mem.error();
   TAWPIPE_TRY(api.mem_zero(*mem, 3 * big, *stream));
   const DevicePtr a = *mem, bb = *mem + big, c = *mem + 2 * big;
-  // f32 side tensors: norm rows, lse + delta, the loss, AdamW's master and moments.
-  const std::uint64_t stats = 2 * d.batch * d.heads * d.seq_len * 4 + T * 4 + 64;
+  // Side tensors: lse + delta (f32), the norm's rows (f32), token ids (i32, zero: a valid row of
+  // the table and of the logits; never written), the loss (f64).
+  const std::uint64_t stats = 2 * d.batch * d.heads * d.seq_len * 4 + T * 4 + T * 4 + 64;
   auto side = api.mem_alloc(stats, *stream);
   if (!side.ok()) return side.error();
   TAWPIPE_TRY(api.mem_zero(*side, stats, *stream));
   const DevicePtr lse = *side, delta = lse + d.batch * d.heads * d.seq_len * 4,
-                  rows = delta + d.batch * d.heads * d.seq_len * 4, loss = rows + T * 4;
+                  rows = delta + d.batch * d.heads * d.seq_len * 4, ids = rows + T * 4,
+                  loss = ids + T * 4;
 
   profile::DeviceProfile dev;
   dev.dtype = "bf16";
@@ -132,12 +134,11 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
   TAWPIPE_TRY(mem_point(KernelClass::residual, 3.0 * TH, 20, [&] {
     return launch(Kernel::add, {a, bb}, {i64(T * H)});
   }));
-  // Zeroed token ids and targets: every id is 0, a valid row of the table and of the logits.
   TAWPIPE_TRY(mem_point(KernelClass::softmax_xent, 2.0 * static_cast<double>(T * V) * 2.0, 10, [&] {
-    return launch(Kernel::cross_entropy, {a, rows, loss}, {i64(T), i64(V)}, {1.0f});
+    return launch(Kernel::cross_entropy, {a, ids, loss}, {i64(T), i64(V)}, {1.0f});
   }));
   TAWPIPE_TRY(mem_point(KernelClass::embedding, 2.0 * TH, 20, [&] {
-    return launch(Kernel::embedding_forward, {bb, rows, c}, {i64(T), i64(H)});
+    return launch(Kernel::embedding_forward, {bb, ids, c}, {i64(T), i64(H)});
   }));
   // AdamW over one layer's parameters (or as many as fit the buffers): bf16 gradient, f32
   // master and moments, read and written.
