@@ -2,9 +2,13 @@
 // extrapolation of every additive report figure.
 #include "sim/fold/fold.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -208,6 +212,38 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
     return &probes.emplace(m, std::move(*out)).first->second;
   };
 
+  // Probes are independent simulations (no shared state): with threads to spare (not inside a
+  // parallel sweep, which sets Workload::threads = 1) the ones a base needs run side by side.
+  const unsigned threads = workload.threads > 0 ? static_cast<unsigned>(workload.threads)
+                                                : std::max(1u, std::thread::hardware_concurrency());
+  const auto prefetch = [&](std::vector<std::int64_t> counts) {
+    std::erase_if(counts, [&](std::int64_t m) { return probes.count(m) > 0; });
+    if (threads < 2 || counts.size() < 2) return;
+    std::vector<std::optional<Expected<SimOutput>>> results(counts.size());
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t i = next++; i < counts.size(); i = next++) {
+        schedules::Workload w = workload;
+        w.train.micro_batches = counts[i];
+        w.train.global_batch = 0;
+        w.threads = 1;
+        auto program = schedules::build_program(w, variant);
+        if (!program.ok()) {
+          results[i] = program.error();
+          continue;
+        }
+        results[i] = run_simulation(*program, workload.topology, options);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < std::min<std::size_t>(threads, counts.size()); ++t)
+      pool.emplace_back(work);
+    for (auto& t : pool)
+      t.join();
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      if (results[i] && results[i]->ok()) probes.emplace(counts[i], std::move(**results[i]));
+  };
+
   // The workload's own micro-batch count, from the first probe's worker count.
   auto first = probe(kBases[0]);
   if (!first.ok()) return simulate_whole(workload, variant, options, "probe failed", 0);
@@ -225,6 +261,7 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
       if (base0 == kBases[0]) reason = "too few micro-batches to fold (" + std::to_string(m) + ")";
       break;
     }
+    prefetch({base, base + 1, base + 2, 2 * base + 2});
     for (std::int64_t step = 1; step <= kMaxStep; ++step) {
       auto a = probe(base);
       auto b = probe(base + step);
