@@ -16,7 +16,7 @@ std::size_t idx(T v) {
 }
 
 // Op classes of the report: compute kinds, collective kinds, then send, recv, copy.
-constexpr std::size_t kComputeKinds = static_cast<std::size_t>(ir::ComputeKind::optimizer) + 1;
+constexpr std::size_t kComputeKinds = static_cast<std::size_t>(ir::kLastComputeKind) + 1;
 constexpr std::size_t kCollectiveKinds =
     static_cast<std::size_t>(ir::CollectiveKind::reduce_scatter) + 1;
 constexpr std::size_t kClassSlots = kComputeKinds + kCollectiveKinds + 3;

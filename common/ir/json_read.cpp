@@ -76,7 +76,7 @@ void Reader::op(const json& row, const Program& p, RankProgram* rp, std::size_t 
                                                       : std::span<const char* const>(kAllocFields);
   } else {
     std::vector<std::string> names;
-    for (std::size_t i = 0; i <= static_cast<std::size_t>(ComputeKind::optimizer); ++i)
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(kLastComputeKind); ++i)
       names.emplace_back(name(static_cast<ComputeKind>(i)));
     for (std::size_t i = 0; i <= static_cast<std::size_t>(CollectiveKind::reduce_scatter); ++i)
       names.emplace_back(name(static_cast<CollectiveKind>(i)));
@@ -154,7 +154,7 @@ void Reader::op(const json& row, const Program& p, RankProgram* rp, std::size_t 
       if (k == "bytes") op.bytes = u64(v);
       if (k == "compute")
         op.compute = enumeration<ComputeKind>(v, "compute kind",
-                                              static_cast<std::size_t>(ComputeKind::optimizer) + 1);
+                                              static_cast<std::size_t>(kLastComputeKind) + 1);
       if (k == "collective")
         op.collective = enumeration<CollectiveKind>(
             v, "collective kind", static_cast<std::size_t>(CollectiveKind::reduce_scatter) + 1);

@@ -23,8 +23,9 @@ namespace {
 // own spellings so that the text forms read like the code.
 constexpr const char* kOpKindNames[] = {"compute", "send",  "recv", "collective",
                                         "copy",    "alloc", "free"};
-constexpr const char* kComputeKindNames[] = {"embedding_forward",  "forward",    "backward", "head",
-                                             "embedding_backward", "accumulate", "optimizer"};
+constexpr const char* kComputeKindNames[] = {
+    "embedding_forward", "forward",   "backward",       "head",           "embedding_backward",
+    "accumulate",        "optimizer", "backward_input", "backward_weight"};
 constexpr const char* kCollectiveKindNames[] = {"broadcast", "reduce", "all_reduce", "all_gather",
                                                 "reduce_scatter"};
 constexpr const char* kBufferRoleNames[] = {

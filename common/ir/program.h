@@ -105,7 +105,18 @@ enum class ComputeKind : std::uint8_t {
                        ///< (embedding)
   accumulate,          ///< reads[0] is a gradient; writes[0] += it (element-wise sum)
   optimizer,           ///< reads a complete gradient of block B; updates the weights of B (writes)
+  // Split backward (zero-bubble pipelines, Qi et al., ICLR 2024, arXiv 2401.10241): `backward`
+  // = `backward_input` (B) + `backward_weight` (W) of the same layers and sample.
+  backward_input,   ///< B: reads weights(layers), activation(sample, begin),
+                    ///< activation_grad(sample, end); writes activation_grad(sample, begin). Adds
+                    ///< no gradient. Includes recomputation when the cost says so.
+  backward_weight,  ///< W: reads weights(layers), activation(sample, begin),
+                    ///< activation_grad(sample, end) (the inputs it holds until it runs) and adds
+                    ///< the gradient contribution for (layers, sample) into a gradient buffer,
+                    ///< exactly as `backward` does; writes no activation gradient
 };
+/// The last ComputeKind (range checks of readers and the verifier).
+inline constexpr ComputeKind kLastComputeKind = ComputeKind::backward_weight;
 
 enum class CollectiveKind : std::uint8_t {
   broadcast,

@@ -47,6 +47,10 @@ Shape shape_of(ComputeKind k) {
       return {{1, 1, 0, 0}, {0, 1, 0, 0}};
     case ComputeKind::backward:
       return {{1, 1, 1, 0}, {0, 0, 1, 1}};
+    case ComputeKind::backward_input:
+      return {{1, 1, 1, 0}, {0, 0, 1, 0}};
+    case ComputeKind::backward_weight:
+      return {{1, 1, 1, 0}, {0, 0, 0, 1}};
     case ComputeKind::head:
       return {{1, 1, 0, 0}, {0, 0, 1, 1}};
     case ComputeKind::embedding_backward:
@@ -183,6 +187,8 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
       if (Check c = check_read(kAct, TensorKind::activation, begin)) return c;
       break;
     case ComputeKind::backward:
+    case ComputeKind::backward_input:
+    case ComputeKind::backward_weight:
       if (Check c = check_read(kAct, TensorKind::activation, begin)) return c;
       if (Check c = check_read(kActGrad, TensorKind::activation_grad, end)) return c;
       break;
@@ -215,7 +221,7 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
                   ", which holds " + describe_tensor(g.ref) +
                   " (free and re-alloc a gradient buffer before reusing it)");
     }
-    if (op.compute == ComputeKind::backward) {
+    if (op.compute == ComputeKind::backward || op.compute == ComputeKind::backward_weight) {
       for (std::int32_t l = begin; l < end; ++l)
         g.fingerprint += contribution_key(s, l, 0);
       g.count += static_cast<std::uint64_t>(end - begin);

@@ -236,7 +236,7 @@ class StructureChecker {
     };
     switch (op.kind) {
       case OpKind::compute: {
-        if (static_cast<unsigned>(op.compute) > static_cast<unsigned>(ComputeKind::optimizer))
+        if (static_cast<unsigned>(op.compute) > static_cast<unsigned>(kLastComputeKind))
           return fail("unknown compute kind " + str(static_cast<int>(op.compute)));
         if (op.cost != kNone &&
             (op.cost < 0 || static_cast<std::size_t>(op.cost) >= p_.costs.size()))
@@ -247,7 +247,9 @@ class StructureChecker {
                                    op.layer_end <= p_.header.layers;
         if (is_embedding_kind(k) && !embedding_block)
           return fail("layers must be [-1,0) (the embedding block)");
-        if ((k == ComputeKind::forward || k == ComputeKind::backward) && !decoder_block)
+        if ((k == ComputeKind::forward || k == ComputeKind::backward ||
+             k == ComputeKind::backward_input || k == ComputeKind::backward_weight) &&
+            !decoder_block)
           return fail("layers must satisfy 0 <= begin < end <= " + str(p_.header.layers));
         if (k == ComputeKind::optimizer && !embedding_block && !decoder_block)
           return fail("optimizer block must be [-1,0) or a decoder block");

@@ -140,7 +140,10 @@ SimTime ComputeModel::op_time(ir::Rank rank, const ir::Op& op) const {
            r.launch_overhead;
   }
   if (op.kind != ir::OpKind::compute || op.cost == ir::kNone) return SimTime();
-  const std::size_t b = op.compute == ir::ComputeKind::backward ? 1 : 0;
+  // B carries the attention backward; W has only GEMMs, so either rate gives the same time.
+  const std::size_t b =
+      op.compute == ir::ComputeKind::backward || op.compute == ir::ComputeKind::backward_input ? 1
+                                                                                               : 0;
   return table_[(k * num_costs_ + idx(op.cost)) * 2 + b];
 }
 

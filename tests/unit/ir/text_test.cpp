@@ -145,7 +145,7 @@ TEST(Builder, DeduplicatesAndGroups) {
 }
 
 TEST(Builder, EnumNamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(ComputeKind::optimizer); ++i) {
+  for (int i = 0; i <= static_cast<int>(kLastComputeKind); ++i) {
     ComputeKind k{};
     ASSERT_TRUE(from_name(name(static_cast<ComputeKind>(i)), &k));
     EXPECT_EQ(static_cast<int>(k), i);
