@@ -79,6 +79,25 @@ OpCost layer_forward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 /// GEMMs 2x forward, attention 2.5x forward (FlashAttention-2), element-wise per cost.cpp.
 OpCost layer_backward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 
+/// The input-gradient half (B of a zero-bubble pipeline, Qi et al., ICLR 2024, arXiv 2401.10241
+/// §2): the GEMMs that produce the gradient w.r.t. each GEMM input (= `layer_forward_cost`'s
+/// GEMMs once), the whole attention backward and every element-wise backward (norms, RoPE,
+/// residual joins, SwiGLU/GELU, bias gradients). Recomputation is not included, as above.
+OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
+
+/// The weight-gradient half (W): the GEMMs dW = X^T dY of every weight matrix (again the
+/// forward's GEMMs once). layer_backward_input_cost + layer_backward_weight_cost ==
+/// layer_backward_cost exactly.
+OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
+
+/// Bytes a deferred weight-gradient pass (W) holds for one layer and micro-batch between B and
+/// W, beyond the layer's stored activations (which stay alive until W too): the output
+/// gradients dY of every weight GEMM (Q, K, V, O, gate and up or up, down), T * p bytes per
+/// output column; under kFull also the recomputed activations that W's GEMM inputs X are part
+/// of (the kSelective set minus the layer input, which is stored anyway).
+std::int64_t layer_weight_gradient_held_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                              RecomputePolicy policy);
+
 /// Extra forward work re-run before a layer's backward under `policy`: the whole
 /// `layer_forward_cost` for kFull; the attention core for kSelective (Megatron re-runs it; with
 /// FlashAttention its backward already recomputes the scores, so this is the forward kernel);

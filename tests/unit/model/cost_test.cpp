@@ -171,6 +171,43 @@ TEST(HeadAndEmbedding, LmHeadGemmAndLookups) {
   EXPECT_GT(embedding_backward_cost(cfg, shape).elementwise_bytes, emb.elementwise_bytes);
 }
 
+// Split backward (zero bubble): B + W = the fused backward, field by field. W is only the
+// weight-gradient GEMMs, one per weight matrix: 2 FLOPs per weight per token, i.e. the forward's
+// GEMMs once; B carries the input-gradient GEMMs (the same amount), all attention and all
+// element-wise backward work.
+TEST(LayerCost, SplitBackwardSumsToTheFusedBackward) {
+  for (const char* name : {"llama2-7b", "gpt3-175b", "tiny"}) {
+    const ModelConfig cfg = get(name);
+    const MicroBatchShape shape{2, 1024, 2};
+    const OpCost b = layer_backward_input_cost(cfg, shape);
+    const OpCost w = layer_backward_weight_cost(cfg, shape);
+    const OpCost fused = layer_backward_cost(cfg, shape);
+    EXPECT_DOUBLE_EQ(b.gemm_flops + w.gemm_flops, fused.gemm_flops) << name;
+    EXPECT_DOUBLE_EQ(b.gemm_bytes + w.gemm_bytes, fused.gemm_bytes) << name;
+    EXPECT_DOUBLE_EQ(b.attention_flops, fused.attention_flops) << name;
+    EXPECT_DOUBLE_EQ(b.attention_bytes, fused.attention_bytes) << name;
+    EXPECT_DOUBLE_EQ(b.elementwise_flops, fused.elementwise_flops) << name;
+    EXPECT_DOUBLE_EQ(b.elementwise_bytes, fused.elementwise_bytes) << name;
+    EXPECT_DOUBLE_EQ(w.gemm_flops, 2.0 * 2048.0 * d(layer_gemm_params(cfg))) << name;
+    EXPECT_EQ(w.attention_flops, 0.0) << name;
+    EXPECT_EQ(w.elementwise_flops, 0.0) << name;
+  }
+}
+
+// What W holds beyond the stored activations: the GEMM output gradients. tiny (H = 64, F = 192,
+// SwiGLU, no GQA), T = 64 tokens at p = 4 bytes: columns Q, K, V, O = 4 * 64, gate and up
+// 2 * 192, down 64 -> 704 columns * 64 tokens * 4 B = 180224 B. Under kFull W also holds the
+// recomputed kSelective set minus the layer input.
+TEST(LayerMemory, WeightGradientHeldBytes) {
+  const ModelConfig cfg = get("tiny");
+  const MicroBatchShape shape{1, 64, 4};
+  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kSelective), 180224);
+  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kNone), 180224);
+  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kFull),
+            180224 + layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective) -
+                64 * 64 * 4);
+}
+
 // AdamW: 28 B of fp32 traffic per parameter plus the fp16/bf16 weight copy; 14 FLOPs each.
 TEST(Optimizer, AdamWTraffic) {
   const OpCost c = optimizer_step_cost(1000, 2);
