@@ -75,6 +75,11 @@ Status DeviceBackend::Impl::post_compute(ir::OpIndex i, const ir::Op& op) {
       TAWPIPE_OPERAND(dw, grad_out, wsize, "gradient");
       return layers_backward(*env, wp, nlayers, x, dy, dx, dw);
     }
+    case ir::ComputeKind::backward_input:
+    case ir::ComputeKind::backward_weight:
+      return make_error(where(i) + "the device backend does not run the split backward (" +
+                        ir::name(op.compute) +
+                        ") yet; run zero-bubble schedules on the host backend");
     case ir::ComputeKind::head: {
       TAWPIPE_OPERAND(wp, w, wsize, "weight");
       TAWPIPE_OPERAND(x, act_in, TH, "activation input");

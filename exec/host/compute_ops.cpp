@@ -105,6 +105,22 @@ Expected<double> run_compute(const ir::Program& program, ir::Rank rank, ir::OpIn
       math::layers_backward(d, w, nlayers, x, dy, dx, dw);
       return 0.0;
     }
+    case ir::ComputeKind::backward_input: {
+      TAWPIPE_GET(w, o.weights, wsize, "weight");
+      TAWPIPE_GET(x, o.act_in, TH, "activation input");
+      TAWPIPE_GET(dy, o.agrad_in, TH, "activation-gradient input");
+      TAWPIPE_GET(dx, o.agrad_out, TH, "activation-gradient output");
+      math::layers_backward(d, w, nlayers, x, dy, dx, nullptr);
+      return 0.0;
+    }
+    case ir::ComputeKind::backward_weight: {
+      TAWPIPE_GET(w, o.weights, wsize, "weight");
+      TAWPIPE_GET(x, o.act_in, TH, "activation input");
+      TAWPIPE_GET(dy, o.agrad_in, TH, "activation-gradient input");
+      TAWPIPE_GET(dw, o.grad_out, wsize, "gradient");
+      math::layers_backward(d, w, nlayers, x, dy, nullptr, dw);
+      return 0.0;
+    }
     case ir::ComputeKind::head: {
       TAWPIPE_GET(w, o.weights, wsize, "weight");
       TAWPIPE_GET(x, o.act_in, TH, "activation input");

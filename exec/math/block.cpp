@@ -55,40 +55,49 @@ void layer_forward(const Dims& d, const float* w, const float* x, float* y, Laye
   gemm(false, false, T, H, F, 1.0f, c.m.data(), F, w + L.w_down, H, 1.0f, y, H);
 }
 
-/// Backward of one layer whose forward filled `c` from input x.
+/// Backward of one layer whose forward filled `c` from input x. dw == nullptr skips the weight
+/// gradient (B of a split backward): the norms' weight gradients go to a scratch buffer and
+/// the weight GEMMs are not run. The input gradient does not depend on dw, so B's dx and W's dw
+/// are bit-identical to the fused call's.
 void layer_backward(const Dims& d, const float* w, const float* x, const float* dy, float* dx,
                     float* dw, const LayerCache& c) {
   const LayerLayout L = layer_layout(d);
   const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
+  Vec norm_scratch;
+  const bool weights = dw != nullptr;
+  if (!weights) norm_scratch.assign(L.size, 0.0f);
+  float* g = weights ? dw : norm_scratch.data();
   // MLP: y = x2 + m Wdown.
-  gemm(true, false, F, H, T, 1.0f, c.m.data(), F, dy, H, 1.0f, dw + L.w_down, H);
+  if (weights) gemm(true, false, F, H, T, 1.0f, c.m.data(), F, dy, H, 1.0f, dw + L.w_down, H);
   Vec dm(T * F), dgate(T * F), dup(T * F);
   gemm(false, true, T, F, H, 1.0f, dy, H, w + L.w_down, H, 0.0f, dm.data(), F);
   swiglu_backward(c.gate.data(), c.up.data(), dm.data(), T * F, dgate.data(), dup.data());
-  gemm(true, false, H, F, T, 1.0f, c.h2.data(), H, dgate.data(), F, 1.0f, dw + L.w_gate, F);
-  gemm(true, false, H, F, T, 1.0f, c.h2.data(), H, dup.data(), F, 1.0f, dw + L.w_up, F);
+  if (weights)
+    gemm(true, false, H, F, T, 1.0f, c.h2.data(), H, dgate.data(), F, 1.0f, dw + L.w_gate, F);
+  if (weights)
+    gemm(true, false, H, F, T, 1.0f, c.h2.data(), H, dup.data(), F, 1.0f, dw + L.w_up, F);
   Vec dh(T * H), dx2(T * H);
   gemm(false, true, T, H, F, 1.0f, dgate.data(), F, w + L.w_gate, F, 0.0f, dh.data(), H);
   gemm(false, true, T, H, F, 1.0f, dup.data(), F, w + L.w_up, F, 1.0f, dh.data(), H);
   rmsnorm_backward(c.x2.data(), w + L.mlp_norm, c.r2.data(), dh.data(), T, H, dx2.data(),
-                   dw + L.mlp_norm);
+                   g + L.mlp_norm);
   for (std::size_t i = 0; i < T * H; ++i)
     dx2[i] += dy[i];
   // Attention: x2 = x + o Wo.
-  gemm(true, false, H, H, T, 1.0f, c.o.data(), H, dx2.data(), H, 1.0f, dw + L.wo, H);
+  if (weights) gemm(true, false, H, H, T, 1.0f, c.o.data(), H, dx2.data(), H, 1.0f, dw + L.wo, H);
   Vec dout(T * H), dq(T * H), dk(T * H), dv(T * H);
   gemm(false, true, T, H, H, 1.0f, dx2.data(), H, w + L.wo, H, 0.0f, dout.data(), H);
   attention_backward(d, c.q.data(), c.k.data(), c.v.data(), c.probs.data(), dout.data(), dq.data(),
                      dk.data(), dv.data());
   rope(d, dq.data(), true);
   rope(d, dk.data(), true);
-  gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dq.data(), H, 1.0f, dw + L.wq, H);
-  gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dk.data(), H, 1.0f, dw + L.wk, H);
-  gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dv.data(), H, 1.0f, dw + L.wv, H);
+  if (weights) gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dq.data(), H, 1.0f, dw + L.wq, H);
+  if (weights) gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dk.data(), H, 1.0f, dw + L.wk, H);
+  if (weights) gemm(true, false, H, H, T, 1.0f, c.h1.data(), H, dv.data(), H, 1.0f, dw + L.wv, H);
   gemm(false, true, T, H, H, 1.0f, dq.data(), H, w + L.wq, H, 0.0f, dh.data(), H);
   gemm(false, true, T, H, H, 1.0f, dk.data(), H, w + L.wk, H, 1.0f, dh.data(), H);
   gemm(false, true, T, H, H, 1.0f, dv.data(), H, w + L.wv, H, 1.0f, dh.data(), H);
-  rmsnorm_backward(x, w + L.attn_norm, c.r1.data(), dh.data(), T, H, dx, dw + L.attn_norm);
+  rmsnorm_backward(x, w + L.attn_norm, c.r1.data(), dh.data(), T, H, dx, g + L.attn_norm);
   for (std::size_t i = 0; i < T * H; ++i)
     dx[i] += dx2[i];
 }
@@ -120,10 +129,11 @@ void layers_backward(const Dims& d, const float* w, std::size_t n, const float* 
   Vec grad(dy, dy + TH), gin(TH);
   for (std::size_t l = n; l-- > 0;) {
     layer_forward(d, w + l * phi, inputs[l].data(), out.data(), cache);
-    layer_backward(d, w + l * phi, inputs[l].data(), grad.data(), gin.data(), dw + l * phi, cache);
+    layer_backward(d, w + l * phi, inputs[l].data(), grad.data(), gin.data(),
+                   dw != nullptr ? dw + l * phi : nullptr, cache);
     grad.swap(gin);
   }
-  std::copy(grad.begin(), grad.end(), dx);
+  if (dx != nullptr) std::copy(grad.begin(), grad.end(), dx);
 }
 
 void embedding_forward(const Dims& d, const float* w_emb, const std::int32_t* tokens, float* x) {

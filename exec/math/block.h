@@ -20,7 +20,11 @@ namespace tawpipe::exec::math {
 void layers_forward(const Dims& d, const float* w, std::size_t n, const float* x, float* y);
 
 /// Recomputes the block's forward from x, then back-propagates dy: writes dx (overwrites) and
-/// ADDS the weight gradient into dw (same layout as w).
+/// ADDS the weight gradient into dw (same layout as w). Either output may be nullptr, which is
+/// how the IR's split backward runs: backward_input passes dw = nullptr (no weight GEMMs),
+/// backward_weight passes dx = nullptr and, keeping no intermediates from B, recomputes the
+/// input-gradient chain it needs inside the block. Each output is bit-identical to the fused
+/// call's.
 void layers_backward(const Dims& d, const float* w, std::size_t n, const float* x, const float* dy,
                      float* dx, float* dw);
 
