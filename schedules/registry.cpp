@@ -9,8 +9,10 @@ namespace {
 Registry<ScheduleFactory> build_registry() {
   Registry<ScheduleFactory> r("schedule");
   r.add({"1f1b",
-         "activation-passing pipeline (PP = ranks/dp), warm-up / 1F1B steady state / cool-down",
-         "Narayanan et al., Megatron-LM, SC 2021 (arXiv 2104.04473) §2.2.1 (PipeDream-Flush)",
+         "activation-passing pipeline (PP = ranks/dp), warm-up / 1F1B steady state / cool-down "
+         "(option: virtual=V, interleaved 1F1B with V model chunks per rank)",
+         "Narayanan et al., Megatron-LM, SC 2021 (arXiv 2104.04473) §2.2.1 (PipeDream-Flush), "
+         "§2.2.2 (interleaved)",
          &generate_1f1b});
   r.add({"fsdp",
          "ZeRO-3 / FSDP: per-block all-gather (forward and again for backward), per-micro-batch "
@@ -27,6 +29,16 @@ Registry<ScheduleFactory> build_registry() {
          "weight-passing ring: forward weights, backward weights and gradient partial sums "
          "circulate rank -> rank+1 each turn (option: variant=interleave|naive)",
          "Lin et al., WeiPipe, PPoPP 2025 (DOI 10.1145/3710848.3710869)", &generate_weipipe});
+  r.add({"zb1",
+         "zero-bubble ZB-H1: 1F1B with backward split into B (input grad) and W (weight grad), "
+         "W deferred into bubbles; 1F1B's peak activation memory; synchronous optimizer step",
+         "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 (arXiv 2401.10241) §2.1",
+         &generate_zb1});
+  r.add({"zb2",
+         "zero-bubble ZB-H2: split B/W, up to 2P-1 micro-batches in flight, no bubble between a "
+         "stage's first and last pass; synchronous optimizer step",
+         "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 (arXiv 2401.10241) §2.2",
+         &generate_zb2});
   return r;
 }
 

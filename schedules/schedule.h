@@ -76,7 +76,10 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input);
 Expected<ir::Program> generate_weipipe(const ScheduleInput& input);
 /// ZeRO-3 / FSDP (fsdp.cpp). No options.
 Expected<ir::Program> generate_fsdp(const ScheduleInput& input);
-/// 1F1B pipeline parallelism (one_f_one_b.cpp). No options.
+/// 1F1B pipeline parallelism (one_f_one_b.cpp). Options: virtual=V (interleaved 1F1B).
 Expected<ir::Program> generate_1f1b(const ScheduleInput& input);
+/// Zero-bubble pipelines ZB-H1 and ZB-H2 (zero_bubble.cpp). No options.
+Expected<ir::Program> generate_zb1(const ScheduleInput& input);
+Expected<ir::Program> generate_zb2(const ScheduleInput& input);
 
 }  // namespace tawpipe::schedules

@@ -21,6 +21,7 @@ struct Golden {
   const char* method;
   std::int32_t micro_batches;
   std::map<std::string, std::string> options;
+  std::int32_t dp = 1;
 };
 
 std::string golden_dir() {
@@ -43,6 +44,7 @@ TEST_P(GoldenDump, MatchesFile) {
   in.train.micro_batches = g.micro_batches;
   in.train.global_batch = 0;
   in.options = g.options;
+  in.dp = g.dp;
   in.topology_name = "2x2-golden";
   in.topology_hash = "none";
   auto p = generate(g.method, in);
@@ -80,13 +82,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Golden{"tawpipe-n2.ir.txt", "tawpipe", 2, {}},
                       Golden{"weipipe.ir.txt", "weipipe", 2, {}},
                       Golden{"weipipe-naive.ir.txt", "weipipe", 2, {{"variant", "naive"}}},
-                      Golden{"fsdp.ir.txt", "fsdp", 2, {}}, Golden{"1f1b.ir.txt", "1f1b", 4, {}}),
+                      Golden{"fsdp.ir.txt", "fsdp", 2, {}}, Golden{"1f1b.ir.txt", "1f1b", 4, {}},
+                      Golden{"zb1.ir.txt", "zb1", 4, {}}, Golden{"zb2.ir.txt", "zb2", 4, {}},
+                      Golden{"1f1b-v2.ir.txt", "1f1b", 4, {{"virtual", "2"}}, 2}),
     [](const ::testing::TestParamInfo<Golden>& param) {
       std::string n = param.param.file;
       n = n.substr(0, n.find('.'));
       for (char& c : n)
         if (c == '-') c = '_';
-      return n == "1f1b" ? std::string("onefoneb") : n;
+      if (n.rfind("1f1b", 0) == 0) n = "onefoneb" + n.substr(4);
+      return n;
     });
 
 }  // namespace

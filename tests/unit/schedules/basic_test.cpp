@@ -25,6 +25,21 @@ TEST(Schedules, OneFOneBVerifies) {
   expect_verifies("1f1b", small_input(2, 2, 4, 2, 4));
 }
 
+TEST(Schedules, ZeroBubbleAndInterleavedVerify) {
+  for (const char* method : {"zb1", "zb2"}) {
+    expect_verifies(method, small_input(2, 2, 4, 4));
+    expect_verifies(method, small_input(2, 2, 4, 1));
+    expect_verifies(method, small_input(2, 2, 4, 3, 2));
+    expect_verifies(method, small_input(2, 2, 4, 2, 4));
+    expect_verifies(method, small_input(3, 2, 6, 9));
+  }
+  expect_verifies("1f1b", small_input(2, 2, 8, 4, 1, {{"virtual", "2"}}));
+  expect_verifies("1f1b", small_input(2, 2, 16, 8, 1, {{"virtual", "4"}}));
+  expect_verifies("1f1b", small_input(2, 2, 4, 2, 2, {{"virtual", "2"}}));
+  expect_verifies("1f1b", small_input(3, 2, 12, 6, 1, {{"virtual", "2"}}));
+  expect_verifies("1f1b", small_input(2, 2, 8, 4, 1, {{"virtual", "1"}}));
+}
+
 TEST(Schedules, FsdpVerifies) {
   expect_verifies("fsdp", small_input(2, 2, 4, 2));
   expect_verifies("fsdp", small_input(2, 2, 4, 1, 2));

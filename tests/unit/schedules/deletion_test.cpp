@@ -60,7 +60,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tawpipe", 2, 2, 4, 1, 1, {{"grouping", "off"}}},
                       Case{"weipipe", 2, 2, 4, 2, 1, {}},
                       Case{"weipipe", 2, 2, 4, 2, 1, {{"variant", "naive"}}},
-                      Case{"weipipe", 1, 3, 3, 1, 1, {}}, Case{"weipipe", 2, 2, 4, 1, 2, {}}),
+                      Case{"weipipe", 1, 3, 3, 1, 1, {}}, Case{"weipipe", 2, 2, 4, 1, 2, {}},
+                      Case{"zb1", 2, 2, 4, 3, 1, {}}, Case{"zb1", 2, 2, 4, 2, 2, {}},
+                      Case{"zb2", 2, 2, 4, 3, 1, {}}, Case{"zb2", 2, 2, 4, 2, 2, {}},
+                      Case{"1f1b", 2, 2, 8, 4, 1, {{"virtual", "2"}}},
+                      Case{"1f1b", 2, 2, 4, 2, 2, {{"virtual", "2"}}}),
     [](const ::testing::TestParamInfo<Case>& param) {
       const std::string n = param.param.method;
       return (n == "1f1b" ? std::string("onefoneb") : n) + std::to_string(param.index);

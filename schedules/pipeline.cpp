@@ -1,0 +1,339 @@
+#include "schedules/pipeline.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/model/cost.h"
+
+namespace tawpipe::schedules::detail {
+namespace {
+
+using ir::BufferRole;
+using ir::ComputeKind;
+using ir::OpIndex;
+
+/// Buffers of one (chunk, micro-batch) on a stage.
+struct MicroBuffers {
+  ir::BufferId act_in = ir::kNone, act_out = ir::kNone, grad_in = ir::kNone, grad_out = ir::kNone,
+               stash = ir::kNone, held = ir::kNone;
+};
+
+/// One model chunk on one rank.
+struct Chunk {
+  std::int32_t global = 0;  ///< global pipeline stage v*P + i
+  std::int32_t begin = 0, end = 0;
+  bool first = false, last = false;  ///< runs the embedding / the head
+  ir::Rank prev = ir::kNone, next = ir::kNone;
+  Owned block;
+  std::vector<MicroBuffers> bufs;  ///< per micro-batch
+};
+
+/// Costs shared by every chunk (all chunks have the same number of layers).
+struct Costs {
+  ir::CostId fwd, bwd, bwd_in, bwd_w, head, emb_f, emb_b;
+  std::uint64_t stash_bytes = 0, held_bytes = 0;
+};
+
+/// Registers the costs in the order 1F1B always used (forward, backward, head, embedding), then
+/// B and W when the orders split backwards; `fused` / `split` say which backwards occur.
+Costs make_costs(Emitter& e, const Context& ctx, std::int32_t layers, bool fused, bool split) {
+  const model::ModelConfig& mc = ctx.input->model;
+  const model::RecomputePolicy policy = ctx.input->train.recompute;
+  const model::MicroBatchShape& sh = ctx.shape;
+  const double n = layers;
+  Costs c{};
+  const std::uint64_t a = ctx.activation_bytes;
+  const auto stored =
+      static_cast<std::uint64_t>(layers * model::layer_stored_activation_bytes(mc, sh, policy));
+  c.stash_bytes = stored > a ? stored - a : 0;
+  c.held_bytes =
+      static_cast<std::uint64_t>(layers * model::layer_weight_gradient_held_bytes(mc, sh, policy));
+  const auto workspace =
+      static_cast<std::uint64_t>(model::layer_backward_working_set_bytes(mc, sh, policy));
+  const model::OpCost recompute = model::layer_recompute_cost(mc, sh, policy) * n;
+  c.fwd = e.cost(to_ir(model::layer_forward_cost(mc, sh) * n));
+  c.bwd = fused ? e.cost(to_ir(model::layer_backward_cost(mc, sh) * n, recompute, workspace))
+                : ir::kNone;
+  c.head = e.cost(to_ir(model::head_forward_cost(mc, sh) + model::head_backward_cost(mc, sh)));
+  c.emb_f = e.cost(to_ir(model::embedding_forward_cost(mc, sh)));
+  c.emb_b = e.cost(to_ir(model::embedding_backward_cost(mc, sh)));
+  if (split) {
+    // B holds the recomputation and the backward working set; W is GEMMs on held tensors.
+    c.bwd_in = e.cost(to_ir(model::layer_backward_input_cost(mc, sh) * n, recompute, workspace));
+    c.bwd_w = e.cost(to_ir(model::layer_backward_weight_cost(mc, sh) * n));
+  }
+  return c;
+}
+
+}  // namespace
+
+Status check_pipeline_split(const Context& ctx, std::int32_t chunks) {
+  const std::int32_t P = ctx.replica_ranks;
+  const std::int64_t L = ctx.layers;
+  const auto fits = [&](std::int64_t p) { return p * chunks <= L && L % (p * chunks) == 0; };
+  if (fits(P)) return Status::success();
+  std::vector<std::int64_t> ok_dp;
+  for (std::int64_t d : divisors(ctx.world)) {
+    if (fits(ctx.world / d)) ok_dp.push_back(d);
+  }
+  const std::string what =
+      chunks == 1 ? std::to_string(P) + " pipeline stages"
+                  : std::to_string(P) + " pipeline stages x " + std::to_string(chunks) + " chunks";
+  return make_error(ctx.method + ": " + std::to_string(L) + " layers do not split evenly over " +
+                    what + " (ranks/dp = " + std::to_string(ctx.world) + "/" +
+                    std::to_string(ctx.dp) + "); use dp in {" + join_numbers(ok_dp) + "}");
+}
+
+std::int32_t peak_in_flight(const std::vector<Step>& order) {
+  std::int32_t now = 0, peak = 0;
+  for (const Step& s : order) {
+    if (s.pass == Pass::forward) peak = std::max(peak, ++now);
+    if (s.pass == Pass::backward || s.pass == Pass::backward_weight) --now;
+  }
+  return peak;
+}
+
+ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const StageOrders& orders) {
+  const std::int32_t P = ctx.replica_ranks;
+  const std::int32_t V = spec.chunks;
+  const std::int32_t N = static_cast<std::int32_t>(ctx.batch.micro_batches);
+  const std::int32_t Lc = ctx.layers / (P * V);
+  const model::RecomputePolicy policy = ctx.input->train.recompute;
+
+  Emitter e(make_header(ctx, model::to_string(policy)), ctx.world);
+  const ir::StreamId compute = 0;
+  const ir::StreamId s_fwd = e.stream("p2p_fwd");
+  const ir::StreamId s_bwd = e.stream("p2p_bwd");
+  const ir::StreamId s_grad = e.stream("grad_sync");
+  const ir::StreamId s_fwd_recv = V > 1 ? e.stream("p2p_fwd_recv") : s_fwd;
+  const ir::StreamId s_bwd_recv = V > 1 ? e.stream("p2p_bwd_recv") : s_bwd;
+  const std::uint64_t a = ctx.activation_bytes;
+  bool fused = false, split = false;
+  for (const auto& order : orders) {
+    for (const Step& s : order) {
+      fused = fused || s.pass == Pass::backward;
+      split = split || s.pass == Pass::backward_input;
+    }
+  }
+  const Costs cost = make_costs(e, ctx, Lc, fused, split);
+
+  for (std::int32_t d = 0; d < ctx.dp; ++d) {
+    const ir::Rank base = d * P;
+    std::vector<ir::Rank> members(static_cast<std::size_t>(P));
+    for (std::int32_t i = 0; i < P; ++i)
+      members[static_cast<std::size_t>(i)] = base + i;
+    const ir::CommId pp = e.builder().communicator("pipeline" + std::to_string(d), members);
+
+    for (std::int32_t i = 0; i < P; ++i) {
+      const ir::Rank r = base + i;
+      std::vector<Chunk> chunks(static_cast<std::size_t>(V));
+      for (std::int32_t v = 0; v < V; ++v) {
+        Chunk& c = chunks[static_cast<std::size_t>(v)];
+        c.global = v * P + i;
+        c.begin = c.global * Lc;
+        c.end = c.begin + Lc;
+        c.first = c.global == 0;
+        c.last = c.global == P * V - 1;
+        c.prev = c.first ? ir::kNone : base + (c.global - 1) % P;
+        c.next = c.last ? ir::kNone : base + (c.global + 1) % P;
+        c.block =
+            declare_owned(e, r, V == 1 ? "stage" : "chunk" + std::to_string(v),
+                          weights_ref(c.begin, c.end), Lc * ctx.layer_params, ctx.weight_bytes, 4);
+      }
+      const bool has_emb = i == 0 || i == P - 1;
+      Owned emb;
+      if (has_emb) {
+        emb =
+            declare_owned(e, r, "emb", embedding_ref(), ctx.embedding_params, ctx.weight_bytes, 4);
+      }
+      // Per (chunk, micro-batch) buffers, named by micro-batch (and chunk when V > 1).
+      for (std::int32_t v = 0; v < V; ++v) {
+        Chunk& c = chunks[static_cast<std::size_t>(v)];
+        c.bufs.resize(static_cast<std::size_t>(N));
+        for (std::int32_t m = 0; m < N; ++m) {
+          MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
+          const std::string sm =
+              (V == 1 ? "" : ".c" + std::to_string(v)) + ".m" + std::to_string(m);
+          b.act_in = e.buffer(r, "act.in" + sm, a, BufferRole::activation, false);
+          b.act_out = e.buffer(r, "act.out" + sm, a, BufferRole::activation, false);
+          b.grad_in = e.buffer(r, "agrad.in" + sm, a, BufferRole::activation_grad, false);
+          b.grad_out = e.buffer(r, "agrad.out" + sm, a, BufferRole::activation_grad, false);
+          if (cost.stash_bytes) {
+            b.stash = e.buffer(r, "stash" + sm, cost.stash_bytes, BufferRole::workspace, false);
+          }
+          if (split) {
+            b.held = e.buffer(r, "wgrad.in" + sm, cost.held_bytes, BufferRole::workspace, false);
+          }
+        }
+      }
+
+      OpIndex last_compute = ir::kNone;  // the latest compute op in program order
+      auto track = [&](OpIndex op) {
+        last_compute = op;
+        return op;
+      };
+      auto forward = [&](Chunk& c, std::int32_t m) {
+        const MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
+        const std::int32_t sample = d * N + m;
+        OpIndex ready = ir::kNone;
+        if (c.first) {
+          e.alloc(r, compute, b.act_in);
+          ready = track(e.builder().compute(r, compute, ComputeKind::embedding_forward,
+                                            ir::kEmbeddingLayer, 0, sample, cost.emb_f,
+                                            {emb.weights}, {b.act_in}));
+        } else {
+          e.alloc(r, s_fwd_recv, b.act_in, V > 1 ? Deps{last_compute} : Deps{});
+          const Deps none;
+          ready = e.builder().recv(r, s_fwd_recv, c.prev, pp, Bytes(a), b.act_in, none.span());
+        }
+        e.alloc(r, compute, b.act_out);
+        if (b.stash != ir::kNone) e.alloc(r, compute, b.stash);
+        const Deps deps{ready};
+        const OpIndex f =
+            b.stash != ir::kNone
+                ? e.builder().compute(r, compute, ComputeKind::forward, c.begin, c.end, sample,
+                                      cost.fwd, {c.block.weights, b.act_in}, {b.act_out, b.stash},
+                                      deps.span())
+                : e.builder().compute(r, compute, ComputeKind::forward, c.begin, c.end, sample,
+                                      cost.fwd, {c.block.weights, b.act_in}, {b.act_out},
+                                      deps.span());
+        track(f);
+        if (!c.last) {
+          const Deps after{f};
+          e.builder().send(r, s_fwd, c.next, pp, Bytes(a), b.act_out, after.span());
+          e.free(r, s_fwd, b.act_out);
+        } else {
+          // Last chunk: loss forward and backward right away.
+          e.alloc(r, compute, b.grad_in);
+          track(e.builder().compute(r, compute, ComputeKind::head, ir::kEmbeddingLayer, 0, sample,
+                                    cost.head, {emb.weights, b.act_out}, {b.grad_in, emb.grad}));
+          e.free(r, compute, b.act_out);
+        }
+      };
+
+      // Fused backward, or B (input gradient) of a split one.
+      auto backward = [&](Chunk& c, std::int32_t m, bool input_only) {
+        const MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
+        const std::int32_t sample = d * N + m;
+        OpIndex ready = ir::kNone;
+        if (!c.last) {
+          e.alloc(r, s_bwd_recv, b.grad_in, V > 1 ? Deps{last_compute} : Deps{});
+          const Deps none;
+          ready = e.builder().recv(r, s_bwd_recv, c.next, pp, Bytes(a), b.grad_in, none.span());
+        }
+        e.alloc(r, compute, b.grad_out);
+        if (input_only) e.alloc(r, compute, b.held);
+        const Deps deps{ready};
+        ir::ProgramBuilder& pb = e.builder();
+        OpIndex op = ir::kNone;
+        if (input_only) {
+          op = b.stash != ir::kNone
+                   ? pb.compute(r, compute, ComputeKind::backward_input, c.begin, c.end, sample,
+                                cost.bwd_in, {c.block.weights, b.act_in, b.grad_in, b.stash},
+                                {b.grad_out, b.held}, deps.span())
+                   : pb.compute(r, compute, ComputeKind::backward_input, c.begin, c.end, sample,
+                                cost.bwd_in, {c.block.weights, b.act_in, b.grad_in},
+                                {b.grad_out, b.held}, deps.span());
+        } else {
+          op = b.stash != ir::kNone
+                   ? pb.compute(r, compute, ComputeKind::backward, c.begin, c.end, sample, cost.bwd,
+                                {c.block.weights, b.act_in, b.grad_in, b.stash},
+                                {b.grad_out, c.block.grad}, deps.span())
+                   : pb.compute(r, compute, ComputeKind::backward, c.begin, c.end, sample, cost.bwd,
+                                {c.block.weights, b.act_in, b.grad_in}, {b.grad_out, c.block.grad},
+                                deps.span());
+          e.free(r, compute, b.act_in);
+          e.free(r, compute, b.grad_in);
+          if (b.stash != ir::kNone) e.free(r, compute, b.stash);
+        }
+        track(op);
+        if (!c.first) {
+          const Deps after{op};
+          e.builder().send(r, s_bwd, c.prev, pp, Bytes(a), b.grad_out, after.span());
+          e.free(r, s_bwd, b.grad_out);
+        } else {
+          track(e.builder().compute(r, compute, ComputeKind::embedding_backward,
+                                    ir::kEmbeddingLayer, 0, sample, cost.emb_b, {b.grad_out},
+                                    {emb.grad}));
+          e.free(r, compute, b.grad_out);
+        }
+      };
+
+      // W: the weight gradient from what B left alive, then release all of it.
+      auto backward_weight = [&](Chunk& c, std::int32_t m) {
+        const MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
+        const std::int32_t sample = d * N + m;
+        ir::ProgramBuilder& pb = e.builder();
+        if (b.stash != ir::kNone) {
+          track(pb.compute(r, compute, ComputeKind::backward_weight, c.begin, c.end, sample,
+                           cost.bwd_w, {c.block.weights, b.act_in, b.grad_in, b.stash, b.held},
+                           {c.block.grad}));
+          e.free(r, compute, {b.act_in, b.grad_in, b.stash, b.held});
+        } else {
+          track(pb.compute(r, compute, ComputeKind::backward_weight, c.begin, c.end, sample,
+                           cost.bwd_w, {c.block.weights, b.act_in, b.grad_in, b.held},
+                           {c.block.grad}));
+          e.free(r, compute, {b.act_in, b.grad_in, b.held});
+        }
+      };
+
+      for (const Step& s : orders[static_cast<std::size_t>(i)]) {
+        Chunk& c = chunks[static_cast<std::size_t>(s.chunk)];
+        switch (s.pass) {
+          case Pass::forward:
+            forward(c, s.micro);
+            break;
+          case Pass::backward:
+            backward(c, s.micro, false);
+            break;
+          case Pass::backward_input:
+            backward(c, s.micro, true);
+            break;
+          case Pass::backward_weight:
+            backward_weight(c, s.micro);
+            break;
+        }
+      }
+
+      // Gradient synchronisation, then AdamW. Order of collectives is the same on every member
+      // of each communicator: embedding (pipeline ends) first, then data parallel, then the
+      // synchronous optimizer's gradient norm.
+      OpIndex emb_ready = ir::kNone;
+      std::vector<OpIndex> chunk_ready(static_cast<std::size_t>(V), ir::kNone);
+      if (has_emb && P > 1) {
+        const ir::CommId ends =
+            e.builder().communicator("embedding" + std::to_string(d), {base, base + P - 1});
+        const Deps deps{last_compute};
+        emb_ready =
+            e.builder().collective(r, s_grad, ir::CollectiveKind::all_reduce, ends, ir::kNone,
+                                   Bytes(emb.grad_bytes), emb.grad, emb.grad, deps.span());
+      }
+      if (ctx.dp > 1) {
+        const ir::CommId dpc = replica_peers(e, ctx, P, i, "stage");
+        const Deps deps{last_compute};
+        for (std::int32_t v = 0; v < V; ++v) {
+          chunk_ready[static_cast<std::size_t>(v)] =
+              all_reduce_grad(e, r, s_grad, dpc, chunks[static_cast<std::size_t>(v)].block, deps);
+        }
+        if (has_emb) emb_ready = all_reduce_grad(e, r, s_grad, dpc, emb, deps);
+      }
+      if (spec.sync_optimizer) {
+        const ir::BufferId norm = e.buffer(r, "grad.norm", 4, BufferRole::workspace, true);
+        const Deps deps{last_compute, emb_ready, chunk_ready.back()};
+        const OpIndex synced = e.builder().collective(r, s_grad, ir::CollectiveKind::all_reduce, pp,
+                                                      ir::kNone, Bytes(4), norm, norm, deps.span());
+        emb_ready = synced;
+        std::fill(chunk_ready.begin(), chunk_ready.end(), synced);
+      }
+      for (std::int32_t v = 0; v < V; ++v) {
+        emit_optimizer(e, r, compute, chunks[static_cast<std::size_t>(v)].block, ctx.weight_bytes,
+                       Deps{chunk_ready[static_cast<std::size_t>(v)], last_compute});
+      }
+      if (has_emb)
+        emit_optimizer(e, r, compute, emb, ctx.weight_bytes, Deps{emb_ready, last_compute});
+    }
+  }
+  return std::move(e).finish();
+}
+
+}  // namespace tawpipe::schedules::detail
