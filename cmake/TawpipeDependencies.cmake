@@ -5,6 +5,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
+# Chakra trace export (common/chakra): libprotobuf-dev + protobuf-compiler, via CMake's FindProtobuf.
+find_package(Protobuf 3.12 REQUIRED)
 if(TAWPIPE_BENCH)
   find_package(benchmark REQUIRED)
 endif()

@@ -9,6 +9,7 @@ TAWPIPE_PACKAGES=(
   cmake ninja-build g++ clang clang-format ccache pkg-config
   libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
   python3 python3-matplotlib python3-jsonschema
 )

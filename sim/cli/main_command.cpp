@@ -20,6 +20,7 @@
 #include "common/units.h"
 #include "schedules/schedule.h"
 #include "schedules/workload.h"
+#include "sim/cli/chakra_command.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/run.h"
 
@@ -47,6 +48,7 @@ constexpr const char* kExamples = R"(Examples:
   tawsim --topology 3x8-a100 --set inter_node.nic.bandwidth=100Gb/s --print-topology
   tawsim --topology 3x8-a100 --schedule tawpipe --seq-len 8192 --emit-ir tawpipe.ir.json
   tawsim verify tawpipe.ir.json
+  tawsim --topology 2x2-cpu --model tiny --schedule tawpipe --emit-chakra out/   # ASTRA-sim
   tawsim --model llama3-70b --print-model
   tawsim --list-topologies | --list-models | --list-schedules
 )";
@@ -57,6 +59,7 @@ struct Options {
   std::optional<std::string> seq_len, micro_batch, micro_batches, global_batch, dtype, recompute;
   std::optional<int> dp;
   std::string emit_ir;
+  std::string emit_chakra;
   std::string report_file;
   std::string trace_file;
   std::vector<int> trace_ranks;
@@ -294,6 +297,8 @@ int main_command(const std::vector<std::string>& args) {
     ("dot", po::value(&o.dot_file), "write the topology graph in Graphviz DOT to FILE")
     ("print-model", po::bool_switch(&o.print_model), "print the model's dimensions and sizes")
     ("emit-ir", po::value(&o.emit_ir), "write each schedule's IR (JSON) to FILE ('{}' = schedule)")
+    ("emit-chakra", po::value(&o.emit_chakra),
+     "write each schedule as Chakra execution traces (one .et file per rank) into DIR")
     ("list-topologies", po::bool_switch(&o.list_topologies), "list the shipped topologies")
     ("list-models", po::bool_switch(&o.list_models), "list the model presets")
     ("list-schedules", po::bool_switch(&o.list_schedules), "list the methods with their papers")
@@ -369,6 +374,7 @@ int main_command(const std::vector<std::string>& args) {
   if (o.print_topology) std::cout << topo::describe(w->topology);
   if (o.print_model) print_model(w->model);
   if (o.print_topology || o.print_model || !o.dot_file.empty()) return kExitOk;
+  if (!o.emit_chakra.empty()) return emit_chakra(*w, *variants, o.emit_chakra);
   if (!o.emit_ir.empty() && o.report_file.empty() && o.trace_file.empty()) {
     return emit_programs(*w, *variants, o.emit_ir);
   }
