@@ -311,6 +311,35 @@ TEST(ZeroBubble, SplitsEveryBackward) {
   }
 }
 
+// The verifier's split-backward rules (program.h): W must read the held activation and gradient
+// of its own sample, and B must not add a gradient nor W write an input gradient.
+TEST(ZeroBubble, VerifierChecksSplitBackward) {
+  const ir::Program p = generated("zb1", 4, 4, 4);
+  ir::OpIndex w = ir::kNone;
+  const auto& ops = p.ranks[1].ops;
+  for (std::size_t i = 0; i < ops.size() && w == ir::kNone; ++i) {
+    if (ops[i].kind == OpKind::compute && ops[i].compute == ComputeKind::backward_weight)
+      w = static_cast<ir::OpIndex>(i);
+  }
+  ASSERT_NE(w, ir::kNone);
+  {
+    ir::Program q = p;
+    q.ranks[1].ops[static_cast<std::size_t>(w)].compute = ComputeKind::backward_input;
+    const ir::VerifyResult v = ir::verify(q);
+    ASSERT_FALSE(v.ok);
+    EXPECT_NE(v.message.find("backward_input writes 0 activation_grad operand(s), expected 1"),
+              std::string::npos)
+        << v.message;
+  }
+  {
+    ir::Program q = p;
+    q.ranks[1].ops[static_cast<std::size_t>(w)].sample += 1;
+    const ir::VerifyResult v = ir::verify(q);
+    ASSERT_FALSE(v.ok);
+    EXPECT_NE(v.message.find("backward_weight reads"), std::string::npos) << v.message;
+  }
+}
+
 TEST(Interleaved, RejectsWhatMegatronRejects) {
   auto odd = generate("1f1b", testing::small_input(1, 4, 8, 6, 1, {{"virtual", "2"}}));
   ASSERT_FALSE(odd.ok());
