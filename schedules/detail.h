@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/ir/builder.h"
 #include "common/model/cost.h"
+#include "common/model/memory.h"
 #include "schedules/schedule.h"
 
 namespace tawpipe::schedules::detail {
@@ -60,6 +61,9 @@ ir::Header make_header(const Context& ctx, std::string_view recompute);
 /// model::OpCost (+ recomputation, + transient workspace) as an ir::Cost.
 ir::Cost to_ir(const model::OpCost& cost, const model::OpCost& recompute = {},
                std::uint64_t workspace_bytes = 0);
+/// LM head + loss forward and backward of one micro-batch, with the logits and fp32 softmax as its
+/// transient workspace (model::head_working_set_bytes).
+ir::Cost head_cost(const Context& ctx);
 /// Element-wise sum of `elements` values of `element_bytes` each (accumulate ops).
 ir::Cost accumulate_cost(std::int64_t elements, std::int64_t element_bytes);
 

@@ -71,8 +71,7 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
   const ir::CostId c_bwd =
       e.cost(detail::to_ir(model::layer_backward_cost(mc, ctx.shape),
                            model::layer_recompute_cost(mc, ctx.shape, policy), workspace));
-  const ir::CostId c_head = e.cost(detail::to_ir(model::head_forward_cost(mc, ctx.shape) +
-                                                 model::head_backward_cost(mc, ctx.shape)));
+  const ir::CostId c_head = e.cost(detail::head_cost(ctx));
   const ir::CostId c_emb_f = e.cost(detail::to_ir(model::embedding_forward_cost(mc, ctx.shape)));
   const ir::CostId c_emb_b = e.cost(detail::to_ir(model::embedding_backward_cost(mc, ctx.shape)));
   const ir::CostId c_acc_layer = e.cost(detail::accumulate_cost(layer_piece, 4));

@@ -54,7 +54,7 @@ Costs make_costs(Emitter& e, const Context& ctx, std::int32_t layers, bool fused
   c.fwd = e.cost(to_ir(model::layer_forward_cost(mc, sh) * n));
   c.bwd = fused ? e.cost(to_ir(model::layer_backward_cost(mc, sh) * n, recompute, workspace))
                 : ir::kNone;
-  c.head = e.cost(to_ir(model::head_forward_cost(mc, sh) + model::head_backward_cost(mc, sh)));
+  c.head = e.cost(head_cost(ctx));
   c.emb_f = e.cost(to_ir(model::embedding_forward_cost(mc, sh)));
   c.emb_b = e.cost(to_ir(model::embedding_backward_cost(mc, sh)));
   if (split) {

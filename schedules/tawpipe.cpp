@@ -185,8 +185,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
       model::layer_backward_cost(mc, ctx.shape) * sh.Ls,
       model::layer_recompute_cost(mc, ctx.shape, model::RecomputePolicy::kFull) * sh.Ls,
       workspace));
-  const ir::CostId c_head = e.cost(detail::to_ir(model::head_forward_cost(mc, ctx.shape) +
-                                                 model::head_backward_cost(mc, ctx.shape)));
+  const ir::CostId c_head = e.cost(detail::head_cost(ctx));
   const ir::CostId c_emb_f = e.cost(detail::to_ir(model::embedding_forward_cost(mc, ctx.shape)));
   const ir::CostId c_emb_b = e.cost(detail::to_ir(model::embedding_backward_cost(mc, ctx.shape)));
   const ir::CostId c_acc = e.cost(detail::accumulate_cost(sh.Ls * ctx.layer_params, wb));

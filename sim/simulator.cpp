@@ -61,6 +61,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.sm_contention = options.sm_contention;
   exec.memory = options.memory;
   exec.record_link_usage = options.record_link_usage;
+  exec.record_memory = options.record_link_usage;  // both feed the trace's counter tracks
   exec.all_reduce_algo = options.nccl_algo;
   auto result = execute(program, topology, exec);
   if (!result.ok()) return result.error();
@@ -70,6 +71,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   out.events = res.events;
   out.tree_all_reduces = res.tree_all_reduces;
   out.link_usage = std::move(res.link_usage);
+  out.memory_samples = std::move(res.memory_samples);
   report::Report& rep = out.report;
   rep.kind = "predicted";
   rep.producer =
@@ -118,8 +120,18 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
     rs.exposed_comm = res.rank_times[r].exposed_comm;
     rs.idle = rep.iteration_time - rs.compute - rs.exposed_comm;
     rs.peak_memory_bytes = res.peak_memory_bytes[r];
-    rs.memory_capacity_bytes = res.usable_memory_bytes[r];
+    rs.memory_capacity_bytes = res.memory_capacity_bytes[r];
     rs.oom = rs.memory_capacity_bytes > 0 && rs.peak_memory_bytes > rs.memory_capacity_bytes;
+    const MemoryBreakdown& m = res.peak_memory[r];
+    const auto kind = [&](MemoryKind k) { return m.allocated[idx(k)]; };
+    rs.peak_memory = report::MemoryBytes{kind(MemoryKind::weights),
+                                         kind(MemoryKind::gradients),
+                                         kind(MemoryKind::optimizer),
+                                         kind(MemoryKind::activations),
+                                         kind(MemoryKind::buffers),
+                                         kind(MemoryKind::workspace),
+                                         m.nccl,
+                                         m.reserve};
     rs.intra_node_bytes_sent = res.intra_node_bytes_sent[r];
     rs.inter_node_bytes_sent = res.inter_node_bytes_sent[r];
   }
@@ -193,6 +205,23 @@ std::vector<report::CounterTrack> link_counter_tracks(const topo::Topology& topo
   }
   for (const LinkUsageSample& s : usage)
     tracks[idx(track_of[idx(s.link)])].points.emplace_back(s.time, s.bytes_per_second / 1e9);
+  return tracks;
+}
+
+std::vector<report::CounterTrack> memory_counter_tracks(
+    const std::vector<std::vector<MemorySample>>& samples) {
+  std::vector<report::CounterTrack> tracks;
+  for (std::size_t r = 0; r < samples.size(); ++r) {
+    if (samples[r].empty()) continue;
+    report::CounterTrack t;
+    t.name = "memory";
+    t.unit = "GiB";
+    t.rank = static_cast<ir::Rank>(r);
+    t.points.reserve(samples[r].size());
+    for (const MemorySample& s : samples[r])
+      t.points.emplace_back(s.time, static_cast<double>(s.bytes) / static_cast<double>(1ull << 30));
+    tracks.push_back(std::move(t));
+  }
   return tracks;
 }
 

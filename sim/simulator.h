@@ -58,8 +58,10 @@ struct SimOptions {
 struct SimOutput {
   report::Report report;
   std::vector<LinkUsageSample> link_usage;  ///< with record_link_usage, in time order
-  std::uint64_t events = 0;                 ///< engine events handled
-  std::uint64_t tree_all_reduces = 0;       ///< all-reduce instances run as trees
+  /// With record_link_usage: per rank, memory in use (allocated + reserve + NCCL) over time.
+  std::vector<std::vector<MemorySample>> memory_samples;
+  std::uint64_t events = 0;            ///< engine events handled
+  std::uint64_t tree_all_reduces = 0;  ///< all-reduce instances run as trees
 };
 
 /// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,
@@ -75,5 +77,10 @@ Expected<report::Report> simulate(const ir::Program& program, const topo::Topolo
 /// `SimOutput::link_usage`; one track per link that carried traffic, in link id order.
 std::vector<report::CounterTrack> link_counter_tracks(const topo::Topology& topology,
                                                       const std::vector<LinkUsageSample>& usage);
+
+/// One "memory" counter track per rank (GiB in use over time, shown inside the rank's process),
+/// from `SimOutput::memory_samples`.
+std::vector<report::CounterTrack> memory_counter_tracks(
+    const std::vector<std::vector<MemorySample>>& samples);
 
 }  // namespace tawpipe::sim

@@ -278,38 +278,6 @@ OpCost optimizer_step_cost(std::int64_t params, std::int64_t compute_dtype_bytes
   return c;
 }
 
-std::int64_t activation_bytes_per_token_boundary(const ModelConfig& cfg, std::int64_t dtype_bytes) {
-  return cfg.hidden * dtype_bytes;
-}
-
-std::int64_t layer_stored_activation_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                           RecomputePolicy policy) {
-  const std::int64_t t = shape.tokens();
-  const std::int64_t p = shape.dtype_bytes;
-  const std::int64_t h = cfg.hidden;
-  if (policy == RecomputePolicy::kFull) return t * h * p;
-  const std::int64_t mlp_intermediates =
-      (cfg.mlp == MlpKind::kSwiGLU ? 3 : 2) * cfg.effective_ffn();
-  // 2 norm inputs, QKV input, Q, K, V, attention output, MLP input, MLP intermediates.
-  const std::int64_t elements_per_token =
-      2 * h + h + cfg.q_width() + 2 * cfg.kv_width() + cfg.q_width() + h + mlp_intermediates;
-  std::int64_t bytes = t * elements_per_token * p + t * cfg.heads * 4;  // + fp32 LSE
-  if (policy == RecomputePolicy::kNone) {
-    bytes += p * cfg.heads * shape.seq_len * shape.seq_len * shape.batch;  // softmax output
-  }
-  return bytes;
-}
-
-std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                              RecomputePolicy policy) {
-  const std::int64_t widest = std::max({cfg.hidden, cfg.effective_ffn(), cfg.q_width()});
-  std::int64_t bytes = 2 * shape.tokens() * widest * shape.dtype_bytes;
-  if (policy == RecomputePolicy::kFull) {
-    bytes += layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective);
-  }
-  return bytes;
-}
-
 FlopsPerToken model_flops_per_token(const ModelConfig& cfg, std::int64_t seq_len,
                                     AttentionMask mask) {
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };

@@ -1,6 +1,6 @@
 /// \file
 /// FLOPs and memory traffic of every compute op class, for forward and backward, per decoder
-/// layer, LM head, embedding and optimizer step; activation memory; model FLOPs for MFU.
+/// layer, LM head, embedding and optimizer step; model FLOPs for MFU (memory: memory.h).
 ///
 /// These formulas are the single source for both the simulator's compute model and the
 /// executor's kernels (the IR carries an `OpCost` on every compute op), so a measured-vs-predicted
@@ -122,33 +122,7 @@ OpCost embedding_backward_cost(const ModelConfig& cfg, const MicroBatchShape& sh
 /// bias-corrected step, decoupled weight decay). All traffic counts as element-wise.
 OpCost optimizer_step_cost(std::int64_t params, std::int64_t compute_dtype_bytes);
 
-// Activation memory.
-
-/// Bytes of one hidden-state tensor per token: H * dtype_bytes. A layer/stage boundary activation
-/// of a micro-batch is this times T (algorithms.md §5: a = 2*b*s*H in fp16).
-std::int64_t activation_bytes_per_token_boundary(const ModelConfig& cfg, std::int64_t dtype_bytes);
-
-/// Bytes one decoder layer keeps alive from its forward until its backward for one micro-batch:
-///  - kFull: the layer input only, T*H*p (p = dtype bytes);
-///  - kSelective: every tensor the backward needs except attention scores, counted as in
-///    Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
-///    (arXiv 2205.05198, §4.1), generalised to GQA, SwiGLU and any F:
-///      2 norm inputs + QKV input + Q, K, V + attention output (= O-projection input) + MLP input
-///      + MLP intermediates (SwiGLU: gate, up and their product, 3*T*F; GELU: GELU input and
-///      output, 2*T*F), all at p bytes, plus the fp32 attention log-sum-exp (4*T*heads bytes).
-///    For a GPT-3 shape (F = 4H, no GQA) in 16 bit that is 32*s*b*H (+ the log-sum-exp); the
-///    paper's 34*s*b*H additionally has two 1-byte dropout masks, which our dropout-free models
-///    do not keep;
-///  - kNone: kSelective plus the softmax output of eager attention, p * heads * s^2 * b (the
-///    paper's 5*a*s^2*b term without its dropout mask and dropout output).
-std::int64_t layer_stored_activation_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                           RecomputePolicy policy);
-
-/// Transient peak while one layer runs its backward (on top of what is stored): the layer's
-/// recomputed activations (kFull: the kSelective set; otherwise 0) plus its gradient buffers
-/// (about 2 * T * max(H, F) * p for the largest input/output gradient pair).
-std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                              RecomputePolicy policy);
+// Activation memory, workspaces and training-state bytes: common/model/memory.h.
 
 // FLOPs per token, for MFU and HFU.
 

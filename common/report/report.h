@@ -52,15 +52,63 @@ struct OpClassTotals {
   friend bool operator==(const OpClassTotals&, const OpClassTotals&) = default;
 };
 
+/// Device memory at a rank's peak by kind (predicted reports; all zero when measured, where only
+/// the allocator's peak is known). Kinds as in sim/memory/memory_model.h: `buffers` are weight
+/// and gradient staging (gathered blocks, weight-passing slots, prefetch), `workspace` the
+/// compute ops' transient working sets, `nccl` NCCL's channel buffers, `reserve` the CUDA
+/// context and allocator fragmentation. The fields sum to RankStats::peak_memory_bytes.
+struct MemoryBytes {
+  std::uint64_t weights = 0;
+  std::uint64_t gradients = 0;
+  std::uint64_t optimizer = 0;
+  std::uint64_t activations = 0;
+  std::uint64_t buffers = 0;
+  std::uint64_t workspace = 0;
+  std::uint64_t nccl = 0;
+  std::uint64_t reserve = 0;
+  std::uint64_t total() const {
+    return weights + gradients + optimizer + activations + buffers + workspace + nccl + reserve;
+  }
+  friend bool operator==(const MemoryBytes&, const MemoryBytes&) = default;
+};
+
+/// The names of MemoryBytes' fields in order (JSON keys, CSV columns, table labels).
+inline constexpr const char* kMemoryBytesFields[] = {
+    "weights", "gradients", "optimizer", "activations", "buffers", "workspace", "nccl", "reserve"};
+/// Field `i` (0..7, in kMemoryBytesFields order).
+inline std::uint64_t& memory_field(MemoryBytes& m, std::size_t i) {
+  switch (i) {
+    case 0:
+      return m.weights;
+    case 1:
+      return m.gradients;
+    case 2:
+      return m.optimizer;
+    case 3:
+      return m.activations;
+    case 4:
+      return m.buffers;
+    case 5:
+      return m.workspace;
+    case 6:
+      return m.nccl;
+    default:
+      return m.reserve;
+  }
+}
+inline std::uint64_t memory_field(const MemoryBytes& m, std::size_t i) {
+  return memory_field(const_cast<MemoryBytes&>(m), i);
+}
+
 struct RankStats {
   SimTime compute;
   SimTime exposed_comm;
   SimTime idle;
   SimTime comm_sum;
-  std::uint64_t peak_memory_bytes = 0;
-  std::uint64_t memory_capacity_bytes =
-      0;  ///< usable device memory (capacity - reserve); 0 = unknown
-  bool oom = false;
+  std::uint64_t peak_memory_bytes = 0;      ///< predicted: includes NCCL buffers and reserve
+  std::uint64_t memory_capacity_bytes = 0;  ///< device memory; 0 = unknown
+  bool oom = false;                         ///< peak_memory_bytes > memory_capacity_bytes
+  MemoryBytes peak_memory;                  ///< breakdown at the peak (predicted only)
   double intra_node_bytes_sent = 0.0;
   double inter_node_bytes_sent = 0.0;
   friend bool operator==(const RankStats&, const RankStats&) = default;

@@ -9,7 +9,8 @@
 //    "model_flops":..,"hardware_flops":..,"peak_flops_per_second":..,"mfu":..,"hfu":..,
 //    "rank_stats":[{"compute_ps","exposed_comm_ps","idle_ps","comm_sum_ps","peak_memory_bytes",
 //                   "memory_capacity_bytes","oom","intra_node_bytes_sent",
-//                   "inter_node_bytes_sent"}],
+//                   "inter_node_bytes_sent", optional "peak_memory":{"weights","gradients",
+//                   "optimizer","activations","buffers","workspace","nccl","reserve"}}],
 //    "links":[{"name","link_class","inter_node","capacity_bytes_per_second","bytes","busy_ps",
 //              "utilisation"}],
 //    "op_classes":[{"name","count","total_ps","bytes","flops"}],
@@ -120,10 +121,19 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& o = a[i];
-      exact_keys(
-          o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
-              "memory_capacity_bytes", "oom", "intra_node_bytes_sent", "inter_node_bytes_sent"});
+      known_keys(o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
+                     "memory_capacity_bytes", "oom", "intra_node_bytes_sent",
+                     "inter_node_bytes_sent", "peak_memory"});
       RankStats st;
+      if (o.contains("peak_memory")) {  // optional: predicted reports only
+        auto s3 = key("peak_memory");
+        const json& m = o.at("peak_memory");
+        exact_keys(m, {"weights", "gradients", "optimizer", "activations", "buffers", "workspace",
+                       "nccl", "reserve"});
+        for (std::size_t k = 0; k < std::size(kMemoryBytesFields); ++k)
+          memory_field(st.peak_memory, k) =
+              field(m, kMemoryBytesFields[k], [&](const json& v) { return u64(v); });
+      }
       st.compute = field(o, "compute_ps", tim);
       st.exposed_comm = field(o, "exposed_comm_ps", tim);
       st.idle = field(o, "idle_ps", tim);
@@ -245,6 +255,12 @@ void write_report_json(const Report& r, std::ostream& out) {
     o["oom"] = s.oom;
     o["intra_node_bytes_sent"] = finite(s.intra_node_bytes_sent);
     o["inter_node_bytes_sent"] = finite(s.inter_node_bytes_sent);
+    if (s.peak_memory.total() > 0) {
+      ojson m;
+      for (std::size_t k = 0; k < std::size(kMemoryBytesFields); ++k)
+        m[kMemoryBytesFields[k]] = memory_field(s.peak_memory, k);
+      o["peak_memory"] = std::move(m);
+    }
     return o;
   });
   rows("links", r.links.size(), [&](std::size_t i) {

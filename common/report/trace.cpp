@@ -113,17 +113,24 @@ void write_chrome_trace(const ir::Program& program, const Report& report,
           ",\"ts\":" + micros(rec.start) + ",\"dur\":" + micros(rec.end - rec.start) +
           ",\"args\":" + op_args(program, rec.rank, rec.op) + "}");
   }
-  if (!counters.empty()) {
-    const std::string pid = std::to_string(program.ranks.size());
-    event("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
-          ",\"args\":{\"name\":\"links\"}}");
-    for (const CounterTrack& c : counters) {
-      const std::string head =
-          "{\"name\":" + json_string(c.name) + ",\"ph\":\"C\",\"pid\":" + pid + ",\"ts\":";
-      const std::string unit = json_string(c.unit.empty() ? std::string("value") : c.unit);
-      for (const auto& [t, v] : c.points)
-        event(head + micros(t) + ",\"args\":{" + unit + ":" + number(v) + "}}");
+  const std::string links_pid = std::to_string(program.ranks.size());
+  bool links_named = false;
+  for (const CounterTrack& c : counters) {
+    std::string pid = links_pid;
+    if (c.rank != ir::kNone) {
+      const auto r = static_cast<std::size_t>(c.rank);
+      if (r >= keep.size() || !keep[r] || !present[r]) continue;
+      pid = std::to_string(r);
+    } else if (!links_named) {
+      event("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + links_pid +
+            ",\"args\":{\"name\":\"links\"}}");
+      links_named = true;
     }
+    const std::string head =
+        "{\"name\":" + json_string(c.name) + ",\"ph\":\"C\",\"pid\":" + pid + ",\"ts\":";
+    const std::string unit = json_string(c.unit.empty() ? std::string("value") : c.unit);
+    for (const auto& [t, v] : c.points)
+      event(head + micros(t) + ",\"args\":{" + unit + ":" + number(v) + "}}");
   }
   out << "\n]}\n";
 }

@@ -3,7 +3,8 @@
 /// Program, predicted or measured: one process per rank (named "rank R (gpu G)"), one thread per
 /// stream (named after the IR stream), every op record as a complete ("X") event named by its
 /// kind with its details as args (layers, micro-batch, FLOPs, bytes, peer, communicator), and
-/// optional counter ("C") tracks, e.g. per-link utilisation, in one extra process "links".
+/// optional counter ("C") tracks: per-link utilisation in one extra process "links", per-rank
+/// tracks (memory in use) inside the rank's process.
 ///
 /// Timestamps are microseconds with picosecond resolution (six decimals). Output is
 /// deterministic: events follow the order of `report.ops`, counters the order given.
@@ -26,6 +27,9 @@ struct CounterTrack {
   std::string name;                                ///< e.g. a link name
   std::string unit;                                ///< the args key, e.g. "GB/s"
   std::vector<std::pair<SimTime, double>> points;  ///< in time order
+  /// The rank whose process shows the track (e.g. its memory in use), or kNone for the shared
+  /// "links" process.
+  ir::Rank rank = ir::kNone;
 };
 
 /// Which ranks to keep (large runs).

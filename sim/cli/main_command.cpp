@@ -13,6 +13,7 @@
 #include "common/io.h"
 #include "common/ir/json.h"
 #include "common/ir/verifier.h"
+#include "common/model/memory.h"
 #include "common/model/presets.h"
 #include "common/strings.h"
 #include "common/topology/describe.h"
@@ -95,6 +96,33 @@ void print_model(const model::ModelConfig& m) {
       static_cast<double>(p.decoder) / 1e9, p.per_layer, static_cast<double>(p.embedding) / 1e6,
       pretty(Bytes(static_cast<std::uint64_t>(p.per_layer) * 2)));
   if (!m.reference.empty()) std::cout << "  source: " << m.reference << "\n";
+}
+
+// Per-layer activation memory and attention workspace at the workload's micro-batch shape
+// (common/model/memory.h): shows that fused attention keeps O(s), not the s x s scores.
+void print_model_memory(const model::ModelConfig& m, const model::TrainConfig& t) {
+  const model::MicroBatchShape shape = t.shape();
+  const auto b = [](std::int64_t v) { return pretty(Bytes(static_cast<std::uint64_t>(v))); };
+  std::cout << fmt::format(
+      "  memory per layer and micro-batch (seq {}, micro-batch {}, {}):\n"
+      "    stored activations: none {}, selective {}, full {} (recompute {})\n"
+      "    attention workspace: {} fused (fp32 log-sum-exp + D, O(s)); eager s x s scores would "
+      "be {}\n"
+      "    backward working set ({}): {}; LM head + loss working set: {}\n"
+      "  training state: {} B per parameter (weights {}, fp32 gradients {}, master + AdamW {})\n",
+      t.seq_len, t.micro_batch_size, model::to_string(t.compute_dtype),
+      b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kNone)),
+      b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kSelective)),
+      b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kFull)),
+      model::to_string(t.recompute), b(model::attention_workspace_bytes(m, shape)),
+      b(model::attention_workspace_bytes(m, shape, model::AttentionImpl::kEager)),
+      model::to_string(t.recompute),
+      b(model::layer_backward_working_set_bytes(m, shape, t.recompute)),
+      b(model::head_working_set_bytes(m, shape)),
+      model::state_bytes_per_param(shape.dtype_bytes).total(),
+      model::state_bytes_per_param(shape.dtype_bytes).weights,
+      model::state_bytes_per_param(shape.dtype_bytes).gradients,
+      model::state_bytes_per_param(shape.dtype_bytes).optimizer);
 }
 
 // The workload flags are --set items under the hood, so --sweep can vary them the same way.
@@ -372,7 +400,10 @@ int main_command(const std::vector<std::string>& args) {
     if (!s.ok()) return fail(s.error());
   }
   if (o.print_topology) std::cout << topo::describe(w->topology);
-  if (o.print_model) print_model(w->model);
+  if (o.print_model) {
+    print_model(w->model);
+    print_model_memory(w->model, w->train);
+  }
   if (o.print_topology || o.print_model || !o.dot_file.empty()) return kExitOk;
   if (!o.emit_chakra.empty()) return emit_chakra(*w, *variants, o.emit_chakra);
   if (!o.emit_ir.empty() && o.report_file.empty() && o.trace_file.empty()) {

@@ -8,6 +8,8 @@
 namespace tawpipe::cli {
 namespace {
 
+constexpr double kGiB = 1ull << 30;
+
 double mean_fraction(const report::Report& r, SimTime report::RankStats::*field) {
   if (r.rank_stats.empty() || r.iteration_time.picoseconds() <= 0) return 0.0;
   double sum = 0.0;
@@ -55,11 +57,17 @@ RowFigures figures(const report::Report& r) {
   f.exposed_comm_fraction = mean_fraction(r, &report::RankStats::exposed_comm);
   f.bubble_fraction = mean_fraction(r, &report::RankStats::idle);
   double inter = 0.0;
+  const report::RankStats* top = nullptr;
   for (const auto& s : r.rank_stats) {
     inter += s.inter_node_bytes_sent;
-    f.peak_memory_gib =
-        std::max(f.peak_memory_gib, static_cast<double>(s.peak_memory_bytes) / (1ULL << 30));
+    if (!top || s.peak_memory_bytes > top->peak_memory_bytes) top = &s;
     f.oom = f.oom || s.oom;
+  }
+  if (top) {
+    f.peak_memory_gib = static_cast<double>(top->peak_memory_bytes) / kGiB;
+    for (std::size_t k = 0; k < f.peak_memory_breakdown_gib.size(); ++k)
+      f.peak_memory_breakdown_gib[k] =
+          static_cast<double>(report::memory_field(top->peak_memory, k)) / kGiB;
   }
   f.inter_node_gb_per_gpu = inter / ranks / 1e9;
   return f;
@@ -109,6 +117,25 @@ void write_table(std::ostream& out, const std::string& title,
         100.0 * f.exposed_comm_fraction, 100.0 * f.bubble_fraction, f.inter_node_gb_per_gpu,
         f.peak_memory_gib, f.oom ? " OOM" : "");
   }
+  // Where each method's highest peak goes (GiB), when the reports carry a breakdown.
+  bool header = false;
+  for (const auto& m : results) {
+    if (!m.report) continue;
+    const RowFigures f = figures(*m.report);
+    double sum = 0.0;
+    for (double v : f.peak_memory_breakdown_gib)
+      sum += v;
+    if (!(sum > 0.0)) continue;
+    if (!header) {
+      out << "\npeak memory (GiB, rank with the highest peak):\n";
+      header = true;
+    }
+    std::string line = fmt::format("{:<{}}", m.label, width);
+    for (std::size_t k = 0; k < f.peak_memory_breakdown_gib.size(); ++k)
+      line +=
+          fmt::format("  {} {:.1f}", report::kMemoryBytesFields[k], f.peak_memory_breakdown_gib[k]);
+    out << line << "\n";
+  }
   const int best = fastest_feasible(results);
   if (best < 0) {
     out << "\nno method fits in device memory with this configuration\n";
@@ -137,7 +164,10 @@ void write_csv_header(std::ostream& out, const SweepPoint& point) {
   for (const auto& kv : point)
     out << csv_quote(kv.first) << ',';
   out << "method,iteration_time_s,tokens_per_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,hfu,"
-         "exposed_comm_fraction,bubble_fraction,inter_node_gb_per_gpu,peak_memory_gib,oom,error\n";
+         "exposed_comm_fraction,bubble_fraction,inter_node_gb_per_gpu,peak_memory_gib,oom";
+  for (const char* k : report::kMemoryBytesFields)
+    out << ",mem_" << k << "_gib";
+  out << ",error\n";
 }
 
 void write_csv_rows(std::ostream& out, const SweepPoint& point,
@@ -147,14 +177,20 @@ void write_csv_rows(std::ostream& out, const SweepPoint& point,
       out << csv_quote(kv.second) << ',';
     out << csv_quote(m.label) << ',';
     if (!m.report) {
-      out << ",,,,,,,,,,,," << csv_quote(m.error) << '\n';
+      out << ",,,,,,,,,,,";
+      for (std::size_t k = 0; k < std::size(report::kMemoryBytesFields); ++k)
+        out << ',';
+      out << csv_quote(m.error) << '\n';
       continue;
     }
     const RowFigures f = figures(*m.report);
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},\n", f.iteration_time_s, f.tokens_per_s,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{}", f.iteration_time_s, f.tokens_per_s,
                        f.tokens_per_s_per_gpu, f.tflops_per_gpu, f.mfu, f.hfu,
                        f.exposed_comm_fraction, f.bubble_fraction, f.inter_node_gb_per_gpu,
                        f.peak_memory_gib, f.oom ? "true" : "false");
+    for (double v : f.peak_memory_breakdown_gib)
+      out << ',' << fmt::format("{}", v);
+    out << ",\n";
   }
 }
 
@@ -186,6 +222,10 @@ std::string point_json(const std::string& title, const SweepPoint& point,
     row["inter_node_gb_per_gpu"] = f.inter_node_gb_per_gpu;
     row["peak_memory_gib"] = f.peak_memory_gib;
     row["oom"] = f.oom;
+    row["peak_memory_breakdown_gib"] = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < f.peak_memory_breakdown_gib.size(); ++k)
+      row["peak_memory_breakdown_gib"][report::kMemoryBytesFields[k]] =
+          f.peak_memory_breakdown_gib[k];
     row["links"] = nlohmann::ordered_json::array();
     for (const auto& l : m.report->links) {
       row["links"].push_back({{"name", l.name},

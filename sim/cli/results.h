@@ -4,6 +4,8 @@
 /// with the fastest feasible method and its speedup over each other method.
 #pragma once
 
+#include <array>
+#include <iterator>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -36,6 +38,9 @@ struct RowFigures {
   double inter_node_gb_per_gpu = 0.0;  ///< mean inter-node bytes sent per rank, in GB
   double peak_memory_gib = 0.0;        ///< max over ranks
   bool oom = false;
+  /// Breakdown of the highest peak (the rank with peak_memory_gib), GiB per
+  /// report::kMemoryBytesFields entry; all 0 for reports without one (measured).
+  std::array<double, std::size(report::kMemoryBytesFields)> peak_memory_breakdown_gib{};
 };
 RowFigures figures(const report::Report& r);
 

@@ -131,8 +131,10 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
       TAWPIPE_TRY(write_file_with(expand(outputs.trace_file, p.label), [&](std::ostream& os) {
         report::TraceOptions topts;
         topts.ranks = outputs.trace_ranks;
-        report::write_chrome_trace(p.program, p.output.report, link_tracks(p.output, w.topology),
-                                   topts, os);
+        auto counters = link_tracks(p.output, w.topology);
+        for (auto& t : sim::memory_counter_tracks(p.output.memory_samples))
+          counters.push_back(std::move(t));
+        report::write_chrome_trace(p.program, p.output.report, counters, topts, os);
         return Status::success();
       }));
     }

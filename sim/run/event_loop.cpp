@@ -38,16 +38,14 @@ void Executor::start_op(std::size_t g) {
       if (options_.sm_contention > 0.0 && c.comm_running > 0)
         t = SimTime::ps(static_cast<std::int64_t>(
             std::ceil(static_cast<double>(t.picoseconds()) * (1.0 + options_.sm_contention))));
-      if (op.kind == ir::OpKind::compute) memory_->add(r, op.bytes, now);
+      if (op.kind == ir::OpKind::compute && op.bytes > 0)
+        memory_->add(r, MemoryKind::workspace, op.bytes, now);
       engine_.schedule_after(t, Event{handler_, kOpDone, g});
       break;
     }
     case ir::OpKind::alloc:
-      memory_->add(r, op.bytes, now);
-      immediate_.push_back(static_cast<std::uint32_t>(g));
-      break;
     case ir::OpKind::free:
-      memory_->remove(r, op.bytes);
+      move_memory(g, now);
       immediate_.push_back(static_cast<std::uint32_t>(g));
       break;
     case ir::OpKind::send:
@@ -75,7 +73,8 @@ void Executor::complete_op(std::size_t g) {
   if (is_compute(op.kind)) {
     account(r);
     --clock_[idx(r)].compute_running;
-    if (op.kind == ir::OpKind::compute) memory_->remove(r, op.bytes);
+    if (op.kind == ir::OpKind::compute && op.bytes > 0)
+      memory_->remove(r, MemoryKind::workspace, op.bytes, engine_.now());
   } else if (is_comm(op.kind)) {
     account(r);
     --clock_[idx(r)].comm_running;
@@ -111,10 +110,13 @@ Expected<ExecutionResult> Executor::run() {
     res_.last_end = std::max(res_.last_end, res_.op_end[g]);
   }
   res_.peak_memory_bytes.resize(ranks);
-  res_.usable_memory_bytes.resize(ranks);
+  res_.peak_memory.resize(ranks);
+  if (options_.record_memory) res_.memory_samples.resize(ranks);
   for (std::size_t r = 0; r < ranks; ++r) {
-    res_.peak_memory_bytes[r] = memory_->peak_bytes(static_cast<std::int32_t>(r));
-    res_.usable_memory_bytes[r] = memory_->usable_bytes(static_cast<std::int32_t>(r));
+    const auto rank = static_cast<std::int32_t>(r);
+    res_.peak_memory_bytes[r] = memory_->peak_bytes(rank);
+    res_.peak_memory[r] = memory_->peak_breakdown(rank);
+    if (options_.record_memory) res_.memory_samples[r] = memory_->samples(rank);
   }
   res_.link_bytes = network_.link_bytes();
   res_.link_busy = network_.link_busy(engine_.now());

@@ -41,6 +41,7 @@ struct ExecOptions {
   double sm_contention = 0.0;
   MemoryOptions memory;
   bool record_link_usage = false;  ///< keep per-link usage samples (trace counter tracks)
+  bool record_memory = false;      ///< keep per-rank memory samples (trace counter tracks)
   /// All-reduce algorithm: NCCL's tuner (automatic) or forced (sim/network/collectives.h).
   AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
 };
@@ -57,8 +58,10 @@ struct ExecutionResult {
   BigVector<SimTime> op_start;           ///< by global op index
   BigVector<SimTime> op_end;
   std::vector<RankTimes> rank_times;
-  std::vector<std::uint64_t> peak_memory_bytes;
-  std::vector<std::uint64_t> usable_memory_bytes;
+  std::vector<std::uint64_t> peak_memory_bytes;      ///< allocated + reserve + NCCL, by rank
+  std::vector<MemoryBreakdown> peak_memory;          ///< at each rank's peak; sums to the above
+  std::vector<std::uint64_t> memory_capacity_bytes;  ///< device memory by rank (0 = unknown)
+  std::vector<std::vector<MemorySample>> memory_samples;  ///< with record_memory, by rank
   std::vector<double> intra_node_bytes_sent;
   std::vector<double> inter_node_bytes_sent;
   std::vector<double> link_bytes;  ///< by link id

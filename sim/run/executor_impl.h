@@ -58,7 +58,11 @@ struct RtOp {
   std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance
   ir::OpKind kind = ir::OpKind::compute;
   std::uint8_t state = 0;  ///< 0 waiting, 1 posted, 2 done
+  /// alloc/free: the MemoryKind of every listed buffer, or kMixedKinds (look them up).
+  std::uint8_t mem_kind = static_cast<std::uint8_t>(MemoryKind::workspace);
 };
+
+inline constexpr std::uint8_t kMixedKinds = 0xff;
 
 struct RankClock {
   SimTime last;
@@ -102,6 +106,23 @@ class Executor {
   void on_transfer_done(std::uint64_t token);
   void post_unit(std::int32_t unit);
   void start_op(std::size_t g);
+  /// An alloc or free op moves the memory model by each listed buffer, under its kind.
+  void move_memory(std::size_t g, SimTime now) {
+    const RtOp& op = rt_[g];
+    const bool alloc = op.kind == ir::OpKind::alloc;
+    if (op.mem_kind != kMixedKinds) {
+      const auto kind = static_cast<MemoryKind>(op.mem_kind);
+      alloc ? memory_->add(op.rank, kind, op.bytes, now)
+            : memory_->remove(op.rank, kind, op.bytes, now);
+      return;
+    }
+    const ir::RankProgram& rp = program_.ranks[idx(op.rank)];
+    for (const ir::BufferId b : ir::writes(rp, op_at(g))) {
+      const ir::Buffer& buf = rp.buffers[idx(b)];
+      alloc ? memory_->add(op.rank, memory_kind(buf.role), buf.size.count(), now)
+            : memory_->remove(op.rank, memory_kind(buf.role), buf.size.count(), now);
+    }
+  }
   void start_p2p(std::size_t send_g);
   void start_collective(std::uint32_t inst);
   void complete_op(std::size_t g);

@@ -50,11 +50,17 @@ Status Executor::build_units() {
           rt.duration = compute_.op_time(rt.rank, op);
           break;
         case ir::OpKind::alloc:
-        case ir::OpKind::free:
+        case ir::OpKind::free: {
           // Every buffer the op lists is allocated (freed) at once: the op moves their sum.
-          for (const ir::BufferId b : ir::writes(rp, op))
+          bool first = true;
+          for (const ir::BufferId b : ir::writes(rp, op)) {
             rt.bytes += rp.buffers[idx(b)].size.count();
+            const auto k = static_cast<std::uint8_t>(memory_kind(rp.buffers[idx(b)].role));
+            rt.mem_kind = first || rt.mem_kind == k ? k : kMixedKinds;
+            first = false;
+          }
           break;
+        }
         default:
           rt.bytes = op.bytes;
           break;
@@ -225,14 +231,37 @@ Status Executor::prepare() {
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());
   const std::size_t ranks = program_.ranks.size();
-  std::vector<std::uint64_t> persistent(ranks, 0), capacity(ranks, 0);
+  std::vector<std::array<std::uint64_t, kMemoryKinds>> persistent(ranks);
+  std::vector<std::uint64_t> nccl(ranks, 0);
+  res_.memory_capacity_bytes.assign(ranks, 0);
+  std::vector<std::uint8_t> uses_comm(program_.communicators.size());
+  std::vector<std::uint8_t> is_peer(ranks);
   for (std::size_t r = 0; r < ranks; ++r) {
-    for (const ir::Buffer& b : program_.ranks[r].buffers) {
-      if (b.persistent) persistent[r] += b.size.count();
+    const ir::RankProgram& rp = program_.ranks[r];
+    for (const ir::Buffer& b : rp.buffers) {
+      if (b.persistent) persistent[r][idx(memory_kind(b.role))] += b.size.count();
     }
-    capacity[r] = topology_.device(program_.header.placement[r]).memory_capacity.count();
+    res_.memory_capacity_bytes[r] =
+        topology_.device(program_.header.placement[r]).memory_capacity.count();
+    // NCCL connections: communicators this rank runs collectives on, and its p2p peers.
+    std::fill(uses_comm.begin(), uses_comm.end(), 0);
+    std::fill(is_peer.begin(), is_peer.end(), 0);
+    std::int64_t comms = 0, peers = 0;
+    for (const ir::Op& op : rp.ops) {
+      if (op.kind == ir::OpKind::collective && op.comm != ir::kNone &&
+          program_.communicators[idx(op.comm)].members.size() > 1 && !uses_comm[idx(op.comm)]) {
+        uses_comm[idx(op.comm)] = 1;
+        ++comms;
+      } else if ((op.kind == ir::OpKind::send || op.kind == ir::OpKind::recv) &&
+                 op.peer != ir::kNone && idx(op.peer) < ranks && !is_peer[idx(op.peer)]) {
+        is_peer[idx(op.peer)] = 1;
+        ++peers;
+      }
+    }
+    nccl[r] = nccl_buffer_bytes(comms, peers, options_.memory);
   }
-  memory_ = std::make_unique<MemoryModel>(std::move(persistent), capacity, options_.memory);
+  memory_ = std::make_unique<MemoryModel>(persistent, std::move(nccl), options_.memory,
+                                          options_.record_memory);
   res_.op_start.assign(total_ops_, SimTime());
   res_.op_end.assign(total_ops_, SimTime());
   res_.rank_times.assign(ranks, RankTimes{});

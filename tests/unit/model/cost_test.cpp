@@ -132,32 +132,6 @@ TEST(Recompute, CostsOnlyWhatThePolicyReruns) {
   EXPECT_EQ(selective.attention_flops, layer_forward_cost(cfg, shape).attention_flops);
 }
 
-// Korthikanti et al. 2022 (arXiv 2205.05198) §4.1: per layer s*b*h*(34 + 5*a*s/h) bytes with
-// 16-bit activations and dropout; selective recompute leaves 34*s*b*h. Without the two 1-byte
-// dropout masks (sbh each) and with FlashAttention's fp32 log-sum-exp (4*s*b*a):
-//   selective = 32*s*b*h + 4*s*b*a;   none = selective + 2*a*s^2*b (softmax output, 16 bit);
-//   full = 2*s*b*h (the layer input).
-TEST(Activations, GptShapeMatchesKorthikanti) {
-  const ModelConfig cfg = get("gpt3-175b");
-  const std::int64_t s = 2048, b = 2, h = 12288, a = 96;
-  const MicroBatchShape shape{b, s, 2};
-  const std::int64_t selective = 32 * s * b * h + 4 * s * b * a;
-  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective), selective);
-  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kNone),
-            selective + 2 * a * s * s * b);
-  EXPECT_EQ(layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kFull), 2 * s * b * h);
-  EXPECT_GT(layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kFull),
-            layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kSelective));
-}
-
-// algorithms.md §5: one activation b = 1, s = 16384 in fp16 is 32 / 64 / 128 MiB for
-// H = 1024 / 2048 / 4096.
-TEST(Activations, BoundaryTensorMatchesThePaperTable) {
-  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h1024-l48"), 2) * 16384, 32 << 20);
-  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h2048-l48"), 2) * 16384, 64 << 20);
-  EXPECT_EQ(activation_bytes_per_token_boundary(get("llama-h4096-l48"), 2) * 16384, 128 << 20);
-}
-
 TEST(HeadAndEmbedding, LmHeadGemmAndLookups) {
   const ModelConfig cfg = get("llama2-7b");
   const MicroBatchShape shape{1, 1000, 2};

@@ -76,9 +76,18 @@ TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
   EXPECT_GT(r2->rank_stats[0].exposed_comm, SimTime::ms(50));
 }
 
+// The program's own bytes, without the runtime's (context, fragmentation; these programs have
+// no NCCL connections): the peak is exactly what the IR allocates.
+SimOptions program_bytes_only() {
+  SimOptions o;
+  o.memory.context_bytes = 0;
+  o.memory.fragmentation = 0.0;
+  return o;
+}
+
 // Memory: persistent 1 GiB; alloc 2 GiB, a compute op with 512 MiB workspace, free: peak
-// 3.5 GiB. A 100 GiB allocation on an 80 GiB device is flagged OOM (usable = 80 GiB - 2 GiB -
-// 5 % of 80 GiB).
+// 3.5 GiB. A 100 GiB allocation on an 80 GiB device is flagged OOM; the capacity reported is the
+// device's (the runtime's reserve is part of the peak, not subtracted from the capacity).
 TEST(Executor, MemoryPeakAndOom) {
   const topo::Topology t = testing::shipped("dgx-a100");
   ir::ProgramBuilder b(testing::header_for(t, 2), 2);
@@ -94,15 +103,63 @@ TEST(Executor, MemoryPeakAndOom) {
   b.alloc(1, 0, huge);
   b.free(1, 0, huge);
   const ir::Program p = std::move(b).finish();
-  auto r = simulate(p, t, SimOptions{});
+  auto r = simulate(p, t, program_bytes_only());
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->rank_stats[0].peak_memory_bytes, (1ull << 30) + (2ull << 30) + (512ull << 20));
   EXPECT_FALSE(r->rank_stats[0].oom);
-  const std::uint64_t cap = 80ull << 30;
-  EXPECT_EQ(r->rank_stats[0].memory_capacity_bytes,
-            cap - (2ull << 30) -
-                static_cast<std::uint64_t>(std::llround(0.05 * static_cast<double>(cap))));
+  EXPECT_EQ(r->rank_stats[0].memory_capacity_bytes, 80ull << 30);
   EXPECT_TRUE(r->rank_stats[1].oom);
+}
+
+// The breakdown at the peak, with the default runtime reserve. Rank 0 holds persistent weights
+// 1 GiB, gradients 1 GiB, optimizer state (master + moments) 2 GiB; allocates a gathered-weight
+// staging buffer 1 GiB and an activation 2 GiB, runs a compute op with 512 MiB workspace, and
+// sends to rank 1. Expected at the peak (during the compute op):
+//   weights 1, gradients 1, optimizer 2, buffers 1, activations 2, workspace 0.5 GiB;
+//   transient (alloc/free + workspace) = 3.5 GiB, reserved as 3.5 GiB / (1 - 0.15), so
+//   reserve = 512 MiB context + (floor(3.5 GiB / 0.85) - 3.5 GiB);
+//   nccl = 1 p2p peer x 2 channels x (4 MiB + 4915200 B + 512 KiB) = 19267584 B.
+// The eight fields sum to the peak exactly.
+TEST(Executor, MemoryBreakdownSumsToPeak) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 2), 2);
+  ir::Cost cost = testing::gemm_cost(1e9);
+  cost.workspace_bytes = 512ull << 20;
+  const ir::CostId c = b.cost(cost);
+  const ir::CommId pair = b.communicator("pair", {0, 1});
+  b.buffer(0, "w", Bytes::gib(1), ir::BufferRole::weights, true);
+  b.buffer(0, "g", Bytes::gib(1), ir::BufferRole::gradient, true);
+  b.buffer(0, "master", Bytes::gib(1), ir::BufferRole::master_weights, true);
+  b.buffer(0, "adam", Bytes::gib(1), ir::BufferRole::optimizer_state, true);
+  const ir::BufferId full =
+      b.buffer(0, "full", Bytes::gib(1), ir::BufferRole::weight_staging, false);
+  const ir::BufferId act = b.buffer(0, "act", Bytes::gib(2), ir::BufferRole::activation, false);
+  const ir::BufferId in = b.buffer(1, "in", Bytes(1 << 20), ir::BufferRole::activation, true);
+  b.alloc(0, 0, full);
+  b.alloc(0, 0, act);
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, c, {full}, {act});
+  b.send(0, 0, 1, pair, Bytes(1 << 20), act);
+  b.free(0, 0, full);
+  b.free(0, 0, act);
+  b.recv(1, 0, 0, pair, Bytes(1 << 20), in);
+  const ir::Program p = std::move(b).finish();
+  auto r = simulate(p, t, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const report::RankStats& s = r->rank_stats[0];
+  const std::uint64_t gib = 1ull << 30;
+  EXPECT_EQ(s.peak_memory.weights, gib);
+  EXPECT_EQ(s.peak_memory.gradients, gib);
+  EXPECT_EQ(s.peak_memory.optimizer, 2 * gib);
+  EXPECT_EQ(s.peak_memory.buffers, gib);
+  EXPECT_EQ(s.peak_memory.activations, 2 * gib);
+  EXPECT_EQ(s.peak_memory.workspace, gib / 2);
+  EXPECT_EQ(s.peak_memory.nccl, 19267584u);
+  const std::uint64_t transient = 3 * gib + gib / 2;
+  const auto reserved = static_cast<std::uint64_t>(static_cast<double>(transient) / 0.85);
+  EXPECT_NEAR(static_cast<double>(s.peak_memory.reserve),
+              static_cast<double>((512ull << 20) + reserved - transient), 2.0);
+  EXPECT_EQ(s.peak_memory.total(), s.peak_memory_bytes);
+  EXPECT_EQ(r->rank_stats[1].peak_memory.total(), r->rank_stats[1].peak_memory_bytes);
 }
 
 // One alloc and one free may list several buffers (IR: every buffer in `writes`). Persistent
@@ -137,7 +194,7 @@ TEST(Executor, AllocAndFreeOfSeveralBuffers) {
     rp.buffer_pool.push_back(a);
     rp.buffer_pool.push_back(bb);
   }
-  auto r = simulate(p, t, SimOptions{});
+  auto r = simulate(p, t, program_bytes_only());
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->rank_stats[0].peak_memory_bytes,
             (1ull << 30) + (2ull << 30) + (3ull << 30) + (512ull << 20));

@@ -2,6 +2,7 @@
 // errors, trace-event output, and sanity of the derived figures on a generated program.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -161,6 +162,21 @@ TEST(Trace, ChromeTraceHasOneProcessPerRankAndLinkCounters) {
   EXPECT_EQ(pids.size(), 25u);  // 24 ranks + links
   EXPECT_GT(complete, 1000u);
   EXPECT_GT(counter_events, 0u);
+  // A "memory" counter track per rank, inside the rank's process; its highest value is the
+  // reported peak (GiB).
+  const auto memory = memory_counter_tracks(out->memory_samples);
+  ASSERT_EQ(memory.size(), 24u);
+  std::ostringstream sm;
+  report::write_chrome_trace(p, out->report, memory, {}, sm);
+  double rank5_max = 0.0;
+  for (const auto& e : nlohmann::json::parse(sm.str()).at("traceEvents")) {
+    if (e.at("ph") != "C") continue;
+    EXPECT_EQ(e.at("name"), "memory");
+    if (e.at("pid").get<int>() == 5)
+      rank5_max = std::max(rank5_max, e.at("args").at("GiB").get<double>());
+  }
+  EXPECT_NEAR(rank5_max * (1ull << 30),
+              static_cast<double>(out->report.rank_stats[5].peak_memory_bytes), 1.0);
   // Keep only rank 3.
   std::ostringstream s3;
   report::TraceOptions only3;

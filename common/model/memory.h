@@ -1,0 +1,109 @@
+/// \file
+/// Device-memory accounting of one decoder layer and of the training state: what a layer keeps
+/// from its forward until its backward (activations), what runs transiently (attention and loss
+/// workspaces, the backward's gradient buffers), and how many bytes per parameter the weights,
+/// gradients and optimizer state take. The schedules size the IR's buffers from these functions;
+/// the simulator's memory model (sim/memory/) adds them up over time.
+///
+/// Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+/// Transformer Models" (arXiv 2205.05198, §4.1), whose per-layer count with 16-bit activations,
+/// eager attention and dropout is
+///     s*b*h*(34 + 5*a*s/h) bytes  =  attention 11*s*b*h + 5*a*s^2*b,  MLP 19*s*b*h,  norms 4*s*b*h
+/// (s tokens per sequence, b sequences, h hidden, a heads). Our models differ in three documented
+/// ways, so this file counts tensor by tensor instead of using the constant 34:
+///  1. no dropout: the two 1-byte s*b*h dropout masks and the attention-dropout mask and output
+///     (a*s^2*b + 2*a*s^2*b) do not exist;
+///  2. fused attention (FlashAttention-2, Dao 2023, arXiv 2307.08691; cuDNN SDPA): the s x s
+///     scores never reach memory, neither in the forward nor for the backward. The kernel keeps
+///     only its output O and an fp32 log-sum-exp per row and head (4*b*a*s bytes), so there is no
+///     s^2 term at any recompute policy. The eager variant (`AttentionImpl::kEager`: softmax output
+///     materialised at 16 bit, 2*a*s^2*b) is kept for comparison with the paper;
+///  3. GQA, SwiGLU and any F: K and V are kv_width wide; a SwiGLU MLP keeps gate, up and their
+///     product (3*T*F; its fused backward recomputes silu), a GELU MLP the GELU input and output.
+/// Recomputation (Korthikanti §4.2-4.3): `selective` recomputes the attention core, which drops
+/// exactly the s^2 term (so with fused attention it stores what `none` stores and only costs time);
+/// `full` keeps only the layer input, 2*s*b*h.
+#pragma once
+
+#include <cstdint>
+
+#include "common/model/cost.h"
+#include "common/model/model.h"
+#include "common/model/train_config.h"
+
+namespace tawpipe::model {
+
+/// How the attention core runs. Every compute backend of this project uses a fused kernel
+/// (cuDNN SDPA or our tiled online-softmax kernel; the host backend computes block-wise), so
+/// kFused is what schedules size; kEager exists for the paper's formula.
+enum class AttentionImpl { kFused, kEager };
+
+/// Bytes one decoder layer keeps alive between its forward and backward for one micro-batch,
+/// split by where Korthikanti et al. count them.
+struct LayerActivationBytes {
+  std::int64_t norms = 0;           ///< inputs of the two norms (2*T*H*p)
+  std::int64_t attention = 0;       ///< QKV input, Q, K, V, attention output (O-projection input)
+  std::int64_t attention_core = 0;  ///< softmax output of eager attention (p*a*s^2*b), else 0
+  std::int64_t attention_lse = 0;   ///< fused attention's fp32 log-sum-exp (4*b*a*s), else 0
+  std::int64_t mlp = 0;             ///< MLP input and intermediates
+  std::int64_t layer_input = 0;     ///< kFull only: the layer input T*H*p (everything else 0)
+
+  std::int64_t total() const {
+    return norms + attention + attention_core + attention_lse + mlp + layer_input;
+  }
+};
+
+/// What one layer stores under `policy` (file comment). Preconditions: validate(cfg).ok(),
+/// shape fields > 0.
+LayerActivationBytes layer_activation_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                            RecomputePolicy policy,
+                                            AttentionImpl impl = AttentionImpl::kFused);
+
+/// Korthikanti et al.'s closed form for a GPT layer (eager attention, dropout, 4h GELU MLP,
+/// 16-bit activations), for tests and documentation: none s*b*h*(34 + 5*a*s/h); selective
+/// 34*s*b*h; full 2*s*b*h. Bytes.
+std::int64_t korthikanti_layer_bytes(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a,
+                                     RecomputePolicy policy);
+
+/// The attention kernel's own memory besides Q, K, V and O for one layer and micro-batch: fused,
+/// the fp32 log-sum-exp (forward output kept for the backward) plus the backward's fp32
+/// D = rowsum(dO * O), 2 * 4*b*a*s bytes, O(s); eager, the p-byte s x s scores and their
+/// gradient, 2*p*a*s^2*b. This is what `tawsim --print-model` shows as the attention workspace.
+std::int64_t attention_workspace_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                       AttentionImpl impl = AttentionImpl::kFused);
+
+/// Bytes of one hidden-state tensor per token: H * dtype_bytes. A layer/stage boundary activation
+/// of a micro-batch is this times T (algorithms.md §5: a = 2*b*s*H in fp16).
+std::int64_t activation_bytes_per_token_boundary(const ModelConfig& cfg, std::int64_t dtype_bytes);
+
+/// layer_activation_bytes(cfg, shape, policy, kFused).total(): what the schedules stash per layer.
+std::int64_t layer_stored_activation_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                           RecomputePolicy policy);
+
+/// Transient peak while one layer runs its backward (on top of what is stored): the layer's
+/// recomputed activations (kFull: the kSelective set; otherwise 0), its gradient buffers (about
+/// 2 * T * max(H, F) * p for the largest input/output gradient pair) and the attention workspace.
+std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                              RecomputePolicy policy);
+
+/// Transient peak of the LM head + loss for one micro-batch: the logits T x V at the compute
+/// dtype plus one fp32 T x V tensor that a fused cross-entropy (Megatron's
+/// vocab_parallel_cross_entropy; liger/quack-style kernels) uses for the softmax and, in place,
+/// for d(logits). An eager PyTorch loss that upcasts and saves log_softmax needs about twice the
+/// fp32 part; we size the fused kernel, as for attention.
+std::int64_t head_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape);
+
+/// Bytes per parameter of the training state with mixed precision and AdamW, as the ZeRO paper
+/// counts it (Rajbhandari et al. 2020, arXiv 1910.02054, §3.1: 2 + 2 + K*1 with K = 12 for
+/// fp32 master, momentum and variance) and as our schedules declare their buffers.
+struct StateBytesPerParam {
+  std::int64_t weights = 2;     ///< compute-dtype weights
+  std::int64_t gradients = 4;   ///< fp32 gradient accumulator (Megatron's main_grad; FSDP shard)
+  std::int64_t optimizer = 12;  ///< fp32 master copy + AdamW moments (4 + 8)
+  std::int64_t total() const { return weights + gradients + optimizer; }
+};
+
+/// The state per parameter for `dtype_bytes`-wide compute weights (fp32 compute: weights 4).
+StateBytesPerParam state_bytes_per_param(std::int64_t dtype_bytes);
+
+}  // namespace tawpipe::model
