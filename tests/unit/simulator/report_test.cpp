@@ -169,12 +169,16 @@ TEST(Trace, ChromeTraceHasOneProcessPerRankAndLinkCounters) {
   std::ostringstream sm;
   report::write_chrome_trace(p, out->report, memory, {}, sm);
   double rank5_max = 0.0;
-  for (const auto& e : nlohmann::json::parse(sm.str()).at("traceEvents")) {
-    if (e.at("ph") != "C") continue;
-    EXPECT_EQ(e.at("name"), "memory");
+  std::size_t memory_events = 0;
+  const auto jm = nlohmann::json::parse(sm.str());  // kept alive for the loop
+  for (const auto& e : jm.at("traceEvents")) {
+    if (e.at("ph").get<std::string>() != "C") continue;
+    ++memory_events;
+    EXPECT_EQ(e.at("name").get<std::string>(), "memory");
     if (e.at("pid").get<int>() == 5)
       rank5_max = std::max(rank5_max, e.at("args").at("GiB").get<double>());
   }
+  EXPECT_GE(memory_events, 24u);
   EXPECT_NEAR(rank5_max * (1ull << 30),
               static_cast<double>(out->report.rank_stats[5].peak_memory_bytes), 1.0);
   // Keep only rank 3.
