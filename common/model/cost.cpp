@@ -4,6 +4,8 @@
 // the same numbers.
 #include "common/model/cost.h"
 
+#include "common/model/memory.h"
+
 #include <algorithm>
 #include <cassert>
 
