@@ -111,6 +111,7 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
   SimOptions options;
   if (profile != nullptr) options.profile = *profile;
   options.nccl_algo = req.all_reduce_algo;
+  options.nccl = req.nccl;
   std::vector<CollectiveRow> rows;
   for (std::uint64_t size = req.min_bytes; size <= req.max_bytes; size *= 2) {
     const ir::Program program = build_program(topology, req, size);
@@ -121,6 +122,8 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
     row.count = size / 4;
     row.time = out->report.iteration_time;
     row.algo = out->tree_all_reduces > 0 ? AllReduceAlgo::tree : AllReduceAlgo::ring;
+    row.proto = out->last_protocol;
+    row.channels = out->last_channels;
     const double s = row.time.seconds();
     row.algbw_gb_per_s = s > 0.0 ? static_cast<double>(size) / s / 1e9 : 0.0;
     row.busbw_gb_per_s = row.algbw_gb_per_s * bus_factor(req.op, req.ranks);
@@ -141,7 +144,7 @@ std::string format_collectives_table(const topo::Topology& topology,
                     std::to_string(n) + " ranks (predicted, flow-level model)\n#\n";
   const bool algo = request.op == "all_reduce";
   out += "#       size         count      type   redop    root     time   algbw   busbw";
-  out += algo ? "  algo\n" : "\n";
+  out += algo ? "   proto  nch  algo\n" : "   proto  nch\n";
   out += "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n";
   char line[160];
   for (const CollectiveRow& r : rows) {
@@ -150,6 +153,8 @@ std::string format_collectives_table(const topo::Topology& topology,
                   static_cast<unsigned long long>(r.size_bytes),
                   static_cast<unsigned long long>(r.count), "float", sum ? "sum" : "none",
                   rooted ? 0 : -1, us < 10000.0 ? 2 : 0, us, r.algbw_gb_per_s, r.busbw_gb_per_s);
+    out += line;
+    std::snprintf(line, sizeof line, "  %6s  %3d", nccl::name(r.proto), r.channels);
     out += line;
     if (algo) out += std::string("  ") + name(r.algo);
     out += "\n";

@@ -35,6 +35,8 @@ struct CollectiveTableRequest {
   std::int32_t ranks = 0;                 ///< first N GPUs; 0 = all GPUs of the topology
   /// all_reduce: the algorithm (NCCL_ALGO); automatic = NCCL's tuner, per size.
   AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
+  /// NCCL_PROTO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (sim/network/nccl_tuning.h).
+  NcclOptions nccl;
 };
 
 /// One row of the table.
@@ -45,6 +47,8 @@ struct CollectiveRow {
   double algbw_gb_per_s = 0.0;  ///< size / time, GB/s = 1e9 B/s
   double busbw_gb_per_s = 0.0;
   AllReduceAlgo algo = AllReduceAlgo::ring;  ///< all_reduce: the algorithm that ran
+  nccl::Proto proto = nccl::Proto::simple;   ///< the protocol NCCL's tuner chose
+  int channels = 0;                          ///< channels used (0: host communicator)
 };
 
 /// The op names `CollectiveTableRequest::op` accepts.
@@ -61,8 +65,9 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
                                                        const profile::Profile* profile = nullptr);
 
 /// The rows in nccl-tests' column layout, with a header naming the op, topology and ranks;
-/// all_reduce tables end with an `algo` column (ring or tree, as NCCL_DEBUG_SUBSYS=TUNING
-/// would tell).
+/// rows end with the protocol and channel count NCCL's tuner chose (`proto`, `nch`; a
+/// sendrecv is always Simple), all_reduce tables also with the algorithm (ring or tree), as
+/// NCCL_DEBUG_SUBSYS=TUNING would tell.
 std::string format_collectives_table(const topo::Topology& topology,
                                      const CollectiveTableRequest& request,
                                      const std::vector<CollectiveRow>& rows);

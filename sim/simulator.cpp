@@ -63,6 +63,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.record_link_usage = options.record_link_usage;
   exec.record_memory = options.record_link_usage;  // both feed the trace's counter tracks
   exec.all_reduce_algo = options.nccl_algo;
+  exec.nccl = options.nccl;
   auto result = execute(program, topology, exec);
   if (!result.ok()) return result.error();
   ExecutionResult& res = *result;
@@ -70,6 +71,8 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   SimOutput out;
   out.events = res.events;
   out.tree_all_reduces = res.tree_all_reduces;
+  out.last_protocol = res.last_protocol;
+  out.last_channels = res.last_channels;
   out.link_usage = std::move(res.link_usage);
   out.memory_samples = std::move(res.memory_samples);
   report::Report& rep = out.report;

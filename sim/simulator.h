@@ -50,6 +50,9 @@ struct SimOptions {
   /// model predicts faster; tree only across nodes), or forced ring / tree
   /// (sim/network/collectives.h).
   AllReduceAlgo nccl_algo = AllReduceAlgo::automatic;
+  /// NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS, socket transport threads/sockets
+  /// (sim/network/nccl_tuning.h).
+  NcclOptions nccl;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
 };
@@ -60,8 +63,10 @@ struct SimOutput {
   std::vector<LinkUsageSample> link_usage;  ///< with record_link_usage, in time order
   /// With record_link_usage: per rank, memory in use (allocated + reserve + NCCL) over time.
   std::vector<std::vector<MemorySample>> memory_samples;
-  std::uint64_t events = 0;            ///< engine events handled
-  std::uint64_t tree_all_reduces = 0;  ///< all-reduce instances run as trees
+  std::uint64_t events = 0;                         ///< engine events handled
+  std::uint64_t tree_all_reduces = 0;               ///< all-reduce instances run as trees
+  nccl::Proto last_protocol = nccl::Proto::simple;  ///< of the last collective or P2P transfer
+  int last_channels = 0;                            ///< of the last collective or P2P transfer
 };
 
 /// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,

@@ -155,6 +155,10 @@ void emit_network(YAML::Emitter& out, const TopologySpec& spec) {
   key(out, "inter_node");
   out << YAML::BeginMap;
   if (spec.nic_bandwidth) bandwidth_block(out, "nic", *spec.nic_bandwidth);
+  if (spec.socket_transport) {
+    key(out, "transport");
+    out << "socket";
+  }
   const NetworkSpec& n = *spec.network;
   key(out, "network");
   out << YAML::BeginMap;

@@ -60,7 +60,7 @@ const std::vector<std::string> kPcieKeys = {"bandwidth", "switches"};
 const std::vector<std::string> kSwitchKeys = {"id", "socket", "parent", "gpus", "uplink_bandwidth"};
 const std::vector<std::string> kNicKeys = {"id", "pcie_switch", "bandwidth", "latency"};
 const std::vector<std::string> kGroupKeys = {"name", "template", "count"};
-const std::vector<std::string> kInterNodeKeys = {"nic", "network"};
+const std::vector<std::string> kInterNodeKeys = {"nic", "network", "transport"};
 const std::vector<std::string> kNetworkKeys = {"topology", "nics_per_leaf", "nodes_per_leaf",
                                                "spines", "oversubscription"};
 const std::vector<std::string> kLinkOverrideKeys = {"between",   "nic",        "direction",
@@ -533,6 +533,8 @@ TopologySpec parse_root(const Ctx& c) {
       spec.nic_where = where_of(*nic);
     }
     spec.network = parse_network(im.at("network"));
+    if (const auto tr = im.opt("transport"))
+      spec.socket_transport = read_choice(*tr, {"ib", "socket"}, "inter-node transport") == 1;
   }
   if (const auto lo = m.opt("link_overrides")) {
     for (const Ctx& item : seq_items(*lo, "link overrides"))

@@ -114,6 +114,9 @@ struct TopologySpec {
   std::vector<GroupSpec> groups;           ///< in file order
   bool nodes_shorthand = false;            ///< written as `nodes:` + `template:`
   std::optional<Bandwidth> nic_bandwidth;  ///< inter_node.nic.bandwidth
+  /// inter_node.transport: NCCL's transport between nodes, "ib" (RDMA, default) or "socket"
+  /// (NCCL over TCP, NCCL_IB_DISABLE=1; sim/network/nccl_tuning.h SocketTransport).
+  bool socket_transport = false;
   Where nic_where;
   std::optional<NetworkSpec> network;  ///< required when there is more than one node
   std::vector<LinkOverrideSpec> link_overrides;

@@ -254,6 +254,9 @@ const std::string& Topology::name() const {
 const std::string& Topology::description() const {
   return data_->spec.description;
 }
+bool Topology::nccl_socket_transport() const {
+  return data_->spec.socket_transport;
+}
 const std::string& Topology::source() const {
   return data_->source;
 }

@@ -159,6 +159,8 @@ class Topology {
 
   int num_gpus() const;
   int num_nodes() const;
+  /// `inter_node.transport: socket`: NCCL runs over TCP sockets between nodes (no RDMA).
+  bool nccl_socket_transport() const;
   NodeId node_of(GpuId gpu) const;
   /// GPUs of `node` in local order.
   std::span<const GpuId> gpus_of_node(NodeId node) const;

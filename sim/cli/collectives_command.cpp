@@ -2,6 +2,7 @@
 // tables for one collective on the first N GPUs of a topology.
 #include <boost/program_options.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 
@@ -23,6 +24,8 @@ int collectives_command(const std::vector<std::string>& args) {
   std::string profile_file;
   int ranks = 0;
   std::string nccl_algo = "auto";
+  std::string protocol;
+  std::string channels;
   po::options_description opts("Options");
   // clang-format off
   opts.add_options()
@@ -34,13 +37,18 @@ int collectives_command(const std::vector<std::string>& args) {
     ("ranks", po::value(&ranks), "use the first N GPUs [all]")
     ("nccl-algo", po::value(&nccl_algo), "all_reduce algorithm as NCCL_ALGO: auto (NCCL's tuner), "
                                          "ring or tree [auto]")
+    ("protocol", po::value(&protocol), "protocols as NCCL_PROTO: LL, LL128, Simple, a list, or "
+                                       "^LIST for all but [NCCL's tuner]")
+    ("channels", po::value(&channels), "channels as NCCL_MIN/MAX_NCHANNELS: N (exactly) or MIN:MAX "
+                                       "[NCCL's choice]")
     ("set", po::value(&spec.sets)->composing(), "KEY=VALUE topology override (repeatable)")
     ("profile", po::value(&profile_file), "calibration profile (tawexec calibrate)");
   // clang-format on
   std::vector<std::string> extra;
   if (auto status = parse_file_args(args, opts, "tawsim collectives",
                                     "Usage: tawsim collectives --topology T --op OP --sizes "
-                                    "MIN:MAX [--ranks N] [--nccl-algo auto|ring|tree]\n\n"
+                                    "MIN:MAX [--ranks N] [--nccl-algo auto|ring|tree]\n"
+                                    "       [--protocol LL|LL128|Simple] [--channels N|MIN:MAX]\n\n"
                                     "Predicted nccl-tests table (size, count, time, algbw, busbw) "
                                     "of one collective.\n",
                                     extra)) {
@@ -59,6 +67,26 @@ int collectives_command(const std::vector<std::string>& args) {
   request->ranks = ranks;
   if (!sim::all_reduce_algo_from_name(nccl_algo, &request->all_reduce_algo))
     return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + nccl_algo + "'"));
+  if (!protocol.empty() && !sim::nccl::parse_protos(protocol, &request->nccl.tuner.protos))
+    return fail(make_error("--protocol must list LL, LL128 or Simple (NCCL_PROTO syntax), got '" +
+                           protocol + "'"));
+  if (!channels.empty()) {
+    const auto colon = channels.find(':');
+    const std::string lo = channels.substr(0, colon);
+    const std::string hi = colon == std::string::npos ? lo : channels.substr(colon + 1);
+    const auto number = [](const std::string& t) {
+      int v = 0;
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return ec == std::errc() && end == t.data() + t.size() && v >= 1 && v <= 32 ? v : 0;
+    };
+    const int a = number(lo);
+    const int b = number(hi);
+    if (a == 0 || b == 0 || a > b)
+      return fail(make_error("--channels must be N or MIN:MAX with 1 <= MIN <= MAX <= 32, got '" +
+                             channels + "'"));
+    request->nccl.tuner.min_channels = a;
+    request->nccl.tuner.max_channels = b;
+  }
   std::optional<profile::Profile> profile;
   if (!profile_file.empty()) {
     auto p = profile::read_profile_file(profile_file);

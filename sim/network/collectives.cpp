@@ -37,7 +37,7 @@ std::int32_t dtree_parent(std::int32_t n, std::int32_t t, std::int32_t i) {
 }  // namespace
 
 SimTime tree_latency_of(const TreeChannel& channel, double data_bytes) {
-  const double chunk = std::min(data_bytes, kChainChunkBytes);
+  const double chunk = std::min(data_bytes, 512.0 * 1024);
   return channel.latency + SimTime::ps(static_cast<std::int64_t>(
                                std::ceil(chunk * channel.chunk_seconds_per_byte * 1e12)));
 }
@@ -71,16 +71,24 @@ bool all_reduce_algo_from_name(std::string_view text, AllReduceAlgo* out) {
 }
 
 CollectivePlanner::CollectivePlanner(const ir::Program& program, const topo::Topology& topology,
-                                     const NetworkModel& network, AllReduceAlgo all_reduce)
+                                     const NetworkModel& network, AllReduceAlgo all_reduce,
+                                     NcclOptions nccl)
     : program_(program),
       topology_(topology),
       network_(network),
       all_reduce_(all_reduce),
-      plans_(program.communicators.size()) {}
+      nccl_(nccl),
+      plans_(program.communicators.size()) {
+  if (all_reduce_ == AllReduceAlgo::ring) nccl_.tuner.allow_tree = false;
+  if (all_reduce_ == AllReduceAlgo::tree) nccl_.tuner.allow_ring = false;
+}
 
 const CommPlan& CollectivePlanner::plan(ir::CommId comm) {
   auto& slot = plans_[idx(comm)];
-  if (!slot) slot = build(comm);
+  if (!slot) {
+    slot = build(comm);
+    if (slot->members >= 2) build_shape(comm, *slot);
+  }
   return *slot;
 }
 
@@ -162,6 +170,10 @@ CommPlan CollectivePlanner::build(ir::CommId comm) const {
     }
     plan.rings.push_back(std::move(ring));
   }
+  std::vector<topo::LinkId> all;
+  for (const Ring& ring : plan.rings)
+    all.insert(all.end(), ring.links.begin(), ring.links.end());
+  plan.ring_rate = alone_rate(all);
   return plan;
 }
 
@@ -238,10 +250,6 @@ void CollectivePlanner::build_trees(ir::CommId comm, CommPlan& plan) const {
   for (const TreeChannel& ch : plan.trees)
     all.insert(all.end(), ch.links.begin(), ch.links.end());
   plan.tree_rate = alone_rate(all);
-  all.clear();
-  for (const Ring& ring : plan.rings)
-    all.insert(all.end(), ring.links.begin(), ring.links.end());
-  plan.ring_rate = alone_rate(all);
   plan.trees_built = true;
 }
 
@@ -261,52 +269,165 @@ double CollectivePlanner::alone_rate(std::span<const topo::LinkId> links) const 
   return rate;
 }
 
+void CollectivePlanner::build_shape(ir::CommId comm, CommPlan& p) const {
+  const std::vector<ir::Rank>& members = program_.communicators[idx(comm)].members;
+  const auto& placement = program_.header.placement;
+  const auto gpu_of = [&](std::int32_t pos) { return placement[idx(members[idx(pos)])]; };
+  // The node fabric: the class of the first link from the first member to another GPU of its
+  // node (GPU -> switch), whether or not the communicator has members there.
+  topo::LinkClass intra = topo::LinkClass::pcie;
+  double nvlink_bw = 0.0;  // nominal per-direction NVLink bandwidth of one GPU
+  const topo::GpuId g0 = gpu_of(0);
+  for (const topo::GpuId other : topology_.gpus_of_node(topology_.node_of(g0))) {
+    if (other == g0) continue;
+    const auto route = topology_.route(g0, other);
+    if (route.empty()) continue;
+    const topo::Link& l = topology_.link(route.front());
+    intra = l.cls;
+    nvlink_bw = l.capacity.bytes_per_second();
+    break;
+  }
+  for (const Ring& r : p.rings) {
+    for (const RingEdge& e : r.edges) {
+      if (!e.inter_node) continue;
+      const std::span<const topo::LinkId> route(r.links.data() + e.link_offset, e.link_count);
+      SimTime lat;
+      for (const topo::LinkId l : route) {
+        if (topology_.link(l).cls == topo::LinkClass::nic ||
+            topology_.link(l).cls == topo::LinkClass::network)
+          lat += network_.link_latency(l);
+      }
+      p.inter_hop_latency = std::max(p.inter_hop_latency, lat);
+    }
+  }
+  // Host ranks (shared memory, or a node of one CPU "device" reaching others over CPU links).
+  if (topology_.gpus_of_node(topology_.node_of(g0)).size() < 2 &&
+      topology_.device(g0).name.find("cpu") != std::string::npos)
+    return;
+  if (intra == topo::LinkClass::shared_memory || intra == topo::LinkClass::cpu_link) return;
+  p.nccl = true;
+  nccl::CommShape& s = p.shape;
+  s.ranks = p.members;
+  s.nodes = p.nodes;
+  s.arch = nccl::arch_of_device(topology_.device(gpu_of(0)).name);
+  const bool nvlink = intra == topo::LinkClass::nvswitch || intra == topo::LinkClass::nvlink;
+  s.intra = nvlink ? nccl::Hw::nvlink : nccl::Hw::pci;
+  const auto rails = static_cast<int>(p.rings.size());
+  p.sm_bus_cap = std::numeric_limits<double>::infinity();
+  if (p.nodes > 1) {
+    // NCCL opens 2 channels per NIC across nodes (NCCL_NCHANNELS_PER_NET_PEER, search.cc).
+    s.channels = 2 * rails;
+    if (topology_.nccl_socket_transport())
+      p.sm_bus_cap = s.channels * nccl_.socket.connection_bytes_per_second();
+  }
+  if (nvlink) p.nvlink_links = std::max(1, static_cast<int>(std::lround(nvlink_bw / 25e9)));
+  if (p.nodes == 1 && nvlink) {
+    const int links = p.nvlink_links;
+    s.channels = nccl::nvlink_channels(links);
+    p.sm_bus_cap = links * nccl::nvlink_link_bytes_per_second(s.arch);
+  } else if (p.nodes == 1) {
+    s.channels = 2;  // PCIe: NCCL's ring search finds one channel, duplicated
+  }
+  // LL128 by default only on NVLink nodes whose NICs are PCIe-local (never over sockets).
+  s.ll128_enabled = nvlink && (p.nodes == 1 || !topology_.nccl_socket_transport());
+  const double ib_path_us = 2.5;  // two HDR NIC hops + one switch (the shipped IB topologies)
+  s.extra_inter_latency_us = std::max(0.0, p.inter_hop_latency.seconds() * 1e6 - ib_path_us);
+}
+
+nccl::Tuned CollectivePlanner::tuned(CommPlan& p, ir::CommId comm, ir::CollectiveKind kind,
+                                     double bytes) {
+  nccl::CommShape s = p.shape;
+  switch (kind) {
+    case ir::CollectiveKind::broadcast:
+      s.coll = nccl::Coll::broadcast;
+      break;
+    case ir::CollectiveKind::reduce:
+      s.coll = nccl::Coll::reduce;
+      break;
+    case ir::CollectiveKind::all_gather:
+      s.coll = nccl::Coll::all_gather;
+      break;
+    case ir::CollectiveKind::reduce_scatter:
+      s.coll = nccl::Coll::reduce_scatter;
+      break;
+    case ir::CollectiveKind::all_reduce:
+      s.coll = nccl::Coll::all_reduce;
+      break;
+  }
+  const double rails = static_cast<double>(p.rings.size());
+  // NCCL's graph bandwidth: the collective's links alone (all rings), capped by its channels.
+  s.ring_bus_bytes_per_second = std::min(p.ring_rate * rails, p.sm_bus_cap);
+  if (s.coll == nccl::Coll::all_reduce && (p.nodes > 1 || !nccl_.tuner.allow_ring)) {
+    if (!p.trees_built) build_trees(comm, p);
+    s.tree_bus_bytes_per_second = std::min(4.0 * rails * p.tree_rate, p.sm_bus_cap);
+  }
+  return nccl::tune(s, bytes, nccl_.tuner);
+}
+
 AllReduceAlgo CollectivePlanner::all_reduce_algo(ir::CommId comm, std::uint64_t bytes) {
-  if (all_reduce_ != AllReduceAlgo::automatic) return all_reduce_;
   plan(comm);
   CommPlan& p = *plans_[idx(comm)];
-  if (p.members < 2 || p.nodes < 2) return AllReduceAlgo::ring;
+  if (p.members < 2) return AllReduceAlgo::ring;
+  if (p.nccl) {
+    const nccl::Tuned t =
+        tuned(p, comm, ir::CollectiveKind::all_reduce, static_cast<double>(bytes));
+    return t.algo == nccl::Algo::tree ? AllReduceAlgo::tree : AllReduceAlgo::ring;
+  }
+  if (all_reduce_ != AllReduceAlgo::automatic) return all_reduce_;
+  if (p.nodes < 2) return AllReduceAlgo::ring;
   if (!p.trees_built) build_trees(comm, p);
-  // NCCL's tuner: per algorithm, latency + size / bandwidth; the faster wins, the ring on ties.
+  // Host communicators: per algorithm, latency + size / bandwidth; the ring wins ties.
   const double size = static_cast<double>(bytes);
   const double channels = static_cast<double>(p.rings.size());
   const double members = static_cast<double>(p.members);
   SimTime ring_latency, tree_latency;
-  const double data = size / (2.0 * channels);
   for (const Ring& r : p.rings)
     ring_latency = std::max(ring_latency, r.hop_latency * (2 * (p.members - 1)));
   for (const TreeChannel& ch : p.trees)
-    tree_latency = std::max(tree_latency, tree_latency_of(ch, data));
+    tree_latency = std::max(tree_latency, tree_latency_of(ch, size / (2.0 * channels)));
   const double ring_time =
       ring_latency.seconds() + 2.0 * (members - 1.0) / members * size / channels / p.ring_rate;
-  const double tree_time = tree_latency.seconds() + data / p.tree_rate;
+  const double tree_time = tree_latency.seconds() + size / (2.0 * channels) / p.tree_rate;
   return tree_time < ring_time ? AllReduceAlgo::tree : AllReduceAlgo::ring;
 }
 
-AllReduceAlgo CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm,
-                                           std::int32_t root_member,
-                                           std::vector<CollectiveTransfer>& out) {
+CollectiveChoice CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm,
+                                              std::int32_t root_member,
+                                              std::vector<CollectiveTransfer>& out) {
   out.clear();
   plan(comm);
   CommPlan& p = *plans_[idx(comm)];
-  if (p.members < 2 || p.rings.empty()) return AllReduceAlgo::ring;
-  if (op.collective == ir::CollectiveKind::all_reduce &&
-      all_reduce_algo(comm, op.bytes) == AllReduceAlgo::tree) {
+  CollectiveChoice choice;
+  if (p.members < 2 || p.rings.empty()) return choice;
+  const double rails = static_cast<double>(p.rings.size());
+  SimTime nccl_latency;
+  if (p.nccl) {
+    const nccl::Tuned t = tuned(p, comm, op.collective, static_cast<double>(op.bytes));
+    choice.proto = t.proto;
+    choice.channels = t.channels;
+    choice.algo = t.algo == nccl::Algo::tree ? AllReduceAlgo::tree : AllReduceAlgo::ring;
+    choice.bound = t.algo == nccl::Algo::tree ? t.bus_bytes_per_second / (4.0 * rails)
+                                              : t.bus_bytes_per_second / rails;
+    nccl_latency = SimTime::ps(static_cast<std::int64_t>(std::ceil(t.latency_us * 1e6)));
+  } else if (op.collective == ir::CollectiveKind::all_reduce) {
+    choice.algo = all_reduce_algo(comm, op.bytes);
+  }
+  if (choice.algo == AllReduceAlgo::tree) {
     if (!p.trees_built) build_trees(comm, p);
     const double data = static_cast<double>(op.bytes) / (2.0 * static_cast<double>(p.trees.size()));
     for (const TreeChannel& ch : p.trees) {
       CollectiveTransfer t;
       t.links = ch.links;
       t.bytes = data;
-      t.latency = tree_latency_of(ch, data);
+      t.latency = p.nccl ? nccl_latency : tree_latency_of(ch, data);
       t.edges = ch.edges;
       t.data_bytes = data;
       out.push_back(t);
     }
-    return AllReduceAlgo::tree;
+    return choice;
   }
   const double members = static_cast<double>(p.members);
-  const double per_ring = static_cast<double>(op.bytes) / static_cast<double>(p.rings.size());
+  const double per_ring = static_cast<double>(op.bytes) / rails;
   const std::int64_t steps = p.members - 1;
   if (scratch_.size() < p.rings.size()) scratch_.resize(p.rings.size());
   for (std::size_t k = 0; k < p.rings.size(); ++k) {
@@ -348,15 +469,63 @@ AllReduceAlgo CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm,
         }
         t.links = links;
         t.skipped_edge = static_cast<std::int32_t>(skip);
-        t.bytes = per_ring + (members - 2.0) * std::min(per_ring, kChainChunkBytes);
+        // Host communicators pay the pipeline fill in bytes ((P-2) chunks of min(S, 512 KiB),
+        // the Simple step NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8); NCCL's latency already has it.
+        t.bytes = p.nccl ? per_ring : per_ring + (members - 2.0) * std::min(per_ring, 512.0 * 1024);
         t.latency = ring.hop_latency * steps;
         t.data_bytes = per_ring;
         break;
       }
     }
+    if (p.nccl) t.latency = nccl_latency;
     out.push_back(t);
   }
-  return AllReduceAlgo::ring;
+  return choice;
+}
+
+CollectivePlanner::P2pChoice CollectivePlanner::p2p(ir::CommId comm, ir::Rank src, ir::Rank dst,
+                                                    std::uint64_t bytes) {
+  P2pChoice c;
+  const auto clamp_channels = [&](int nc) {
+    if (nccl_.tuner.min_channels > 0) nc = std::max(nc, nccl_.tuner.min_channels);
+    if (nccl_.tuner.max_channels > 0) nc = std::min(nc, nccl_.tuner.max_channels);
+    return nc;
+  };
+  plan(comm);
+  const CommPlan& p = *plans_[idx(comm)];
+  if (!p.nccl) return c;
+  const auto& placement = program_.header.placement;
+  const topo::GpuId a = placement[idx(src)];
+  const topo::GpuId b = placement[idx(dst)];
+  const bool inter = topology_.node_of(a) != topology_.node_of(b);
+  const int p2p_channels = nccl::pow2_up(p.shape.channels);
+  const double size = static_cast<double>(bytes);
+  if (inter) {
+    // NCCL_NCHANNELS_PER_NET_PEER = 2 channels to a network peer, 128 KiB P2P chunks.
+    c.channels = nccl::p2p_channels_for_size(size, p.members, 2, p2p_channels, 128.0 * 1024);
+    c.channels = clamp_channels(c.channels);
+    if (topology_.nccl_socket_transport())
+      c.bound = c.channels * nccl_.socket.connection_bytes_per_second();
+    c.extra_latency = SimTime::ps(
+        static_cast<std::int64_t>(std::ceil(nccl::p2p_latency_us(nccl::Hw::net) * 1e6)));
+    return c;
+  }
+  if (p.shape.intra == nccl::Hw::nvlink) {
+    // Per peer: 2 x links channels (paths.cc), a power of two; 512 KiB chunks on NVLink.
+    const int links = p.nvlink_links;
+    const int per_peer = std::min(32, nccl::pow2_up(2 * links));
+    c.channels = nccl::p2p_channels_for_size(size, p.members, per_peer,
+                                             std::max(p2p_channels, per_peer), 512.0 * 1024);
+    c.channels = clamp_channels(c.channels);
+    // Channels x per-channel rate, within the GPU's SM-driven NVLink rate (links x 20 GB/s).
+    c.bound = std::min(c.channels * nccl::kP2pChannelBytesPerSecond,
+                       links * nccl::nvlink_link_bytes_per_second(p.shape.arch));
+  } else {
+    c.channels = nccl::p2p_channels_for_size(size, p.members, 2, p2p_channels, 512.0 * 1024);
+  }
+  c.extra_latency =
+      SimTime::ps(static_cast<std::int64_t>(std::ceil(nccl::p2p_latency_us(p.shape.intra) * 1e6)));
+  return c;
 }
 
 }  // namespace tawpipe::sim

@@ -19,9 +19,8 @@
 ///  - all_reduce by ring (reduce-scatter + all-gather): 2(P-1)/P * S per edge, latency
 ///    2(P-1) * h;
 ///  - broadcast / reduce: a pipelined chain along the ring starting (broadcast) or ending
-///    (reduce) at the root: P-1 edges, each carries S plus the pipeline fill (P-2) * c with
-///    c = min(S, 512 KiB) (NCCL's Simple-protocol step: NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8),
-///    latency (P-1) * h.
+///    (reduce) at the root: P-1 edges, each carries S; the pipeline fill is in NCCL's latency
+///    (nsteps x the "latency of a chunk", tuning.cc), latency (P-1) * h on host communicators.
 /// A collective of one member moves nothing.
 ///
 /// Tree all-reduce (NCCL >= 2.4; "Massively Scale Your Deep Learning Training with NCCL 2.4",
@@ -33,26 +32,26 @@
 /// that is out of range), tree 1 is its mirror (N even: i -> N-1-i) or its shift by one (N
 /// odd). Each tree carries half of the channel's data, D = size / (2R), reduced up the chain
 /// and the tree and broadcast back down, pipelined: every tree edge and every chain edge
-/// carries D up and D down, in each of the two trees (one variable, bytes D). Latency, with
-/// m = the largest number of members of a node, d = the depth of the deeper tree, h_i / h_n
-/// the largest intra-node / inter-node edge latency and b_i / b_n the smallest intra-node /
-/// inter-node edge bandwidth (alone on the network): 2 ((m-1) h_i + d h_n), the form of NCCL's
-/// tuning model (src/graph/tuning.cc), plus the pipeline fill: one chunk c = min(D, 512 KiB)
-/// crossing the longest path up and down, 2 c ((m-1) / b_i + d / b_n) (NCCL's tuning.cc
-/// likewise counts the Simple tree's latency as "the latency of a 256kB chunk").
-/// On 2 or 3 nodes a NIC carries D per tree edge and direction, at most 3 D in all, less than
-/// the ring's ~2 size/R: NCCL's tree then beats the network-bound ring for large messages too
-/// (NVIDIA/nccl issue 946: "on two nodes ... Tree performance can go up to ~2x the network
-/// speed"); from 4 nodes on, interior nodes with two children carry 4 D = 2 size/R, as a ring.
+/// carries D up and D down, in each of the two trees (one variable, bytes D).
+/// The tree's real per-NIC load: on 2 nodes tree 0 (0 <- 1) and its mirror (1 <- 0) use the one
+/// node pair in opposite roles, so each NIC sends D up in one tree and D down in the other: 2 D
+/// = size / R per direction, half the ring's 2 (n-1)/n size / R, hence NCCL's tree reaching
+/// about twice the ring's bus bandwidth on two nodes (NVIDIA/nccl issue 946). On 3 nodes a NIC
+/// carries at most 3 D; from 4 nodes on, interior nodes with two children carry 4 D = 2 size/R,
+/// as a ring. These loads come out of the links the variable lists; nothing is assumed.
 ///
-/// Ring or tree for an all-reduce (`AllReduceAlgo`, NCCL_ALGO): `automatic` does what NCCL's
-/// tuner does (src/graph/tuning.cc: per algorithm, time = latency + size / bandwidth; the
-/// fastest wins), with both terms taken from this model rather than from NCCL's fitted
-/// per-protocol constants: each algorithm's time alone on the network (its latency plus its
-/// bytes at the rate of its bottleneck link). The ring wins ties; the tree is considered only
-/// when the communicator spans more than one node (on one node NCCL's tree is a plain chain).
-/// `ring` and `tree` force one algorithm, as NCCL_ALGO=Ring / Tree do (tree on one node: the
-/// chain). All other collectives are rings or chains, as in NCCL.
+/// GPU communicators (NVLink, NVSwitch or PCIe fabrics) go through NCCL's tuner
+/// (sim/network/nccl_tuning.h): per collective it picks the algorithm (ring or tree for an
+/// all-reduce across nodes, NCCL_ALGO), the protocol (LL, LL128, Simple; NCCL_PROTO) and the
+/// channel count (NCCL_MIN/MAX_NCHANNELS) from the size, with the bandwidth of the collective's
+/// links alone on the network as NCCL's graph bandwidth. The chosen protocol's latency becomes
+/// the transfer's latency and its bus bandwidth at that channel count the variable's bound
+/// (ring: bus / R per ring; tree: bus / (4R), since the tree's algorithm bandwidth is half its
+/// bus bandwidth and the variable moves D = size / (2R)). NCCL's latency model replaces the
+/// route latencies of the edges (its NVLink and NET step latencies are fits to real hardware);
+/// across nodes, an inter-node route slower than an InfiniBand path (~2.5 us: two NIC hops and a
+/// switch) adds the difference to each inter-node step. Host communicators (shared memory, CPU
+/// links: MPI) keep the plain model: steps x the largest hop latency, no bound.
 ///
 /// The R rings (or tree channels) of one collective run as ONE solver variable over all their
 /// links (the executor concatenates the transfers below; a link used k times gets coefficient
@@ -71,6 +70,7 @@
 #include "common/ir/program.h"
 #include "common/topology/topology.h"
 #include "common/units.h"
+#include "sim/network/nccl_tuning.h"
 #include "sim/network/network_model.h"
 
 namespace tawpipe::sim {
@@ -106,8 +106,8 @@ struct Ring {
 struct TreeChannel {
   std::vector<RingEdge> edges;
   std::vector<topo::LinkId> links;      ///< all edges' routes, concatenated
-  SimTime latency;                      ///< 2 ((m-1) h_i + d h_n), see the file comment
-  double chunk_seconds_per_byte = 0.0;  ///< 2 ((m-1) / b_i + d / b_n)
+  SimTime latency;                      ///< host communicators: 2 ((m-1) h_i + d h_n)
+  double chunk_seconds_per_byte = 0.0;  ///< host: 2 ((m-1) / b_i + d / b_n), the chunk fill
 };
 
 /// The rings (and, once an all-reduce needs them, the tree channels) of one communicator.
@@ -119,6 +119,27 @@ struct CommPlan {
   bool trees_built = false;
   std::vector<TreeChannel> trees;  ///< one per rail, as rings
   double tree_rate = 0.0;          ///< bytes/s of the tree channels' variable alone
+  bool nccl = false;               ///< GPU communicator: NCCL's tuner applies
+  nccl::CommShape shape;           ///< NCCL's view (coll and bus rates set per use)
+  double sm_bus_cap = 0.0;         ///< channels x per-channel rate (bytes/s), inf if none
+  SimTime inter_hop_latency;       ///< largest inter-node edge latency
+  int nvlink_links = 0;            ///< NVLink links of one GPU (NVLink/NVSwitch fabrics)
+};
+
+/// How a collective was run: algorithm, protocol and channels (NCCL_DEBUG=TUNING's view).
+struct CollectiveChoice {
+  AllReduceAlgo algo = AllReduceAlgo::ring;
+  nccl::Proto proto = nccl::Proto::simple;
+  int channels = 0;  ///< 0 on host communicators
+  /// Bound of the collective's solver variable, bytes/s (infinite: none).
+  double bound = kNoBound;
+};
+
+/// The user's NCCL_PROTO / NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS, and the socket transport's
+/// NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD.
+struct NcclOptions {
+  nccl::TunerOverrides tuner;
+  nccl::SocketTransport socket;
 };
 
 /// One solver transfer of a collective, as `NetworkModel::start` takes it, plus the edges it
@@ -139,23 +160,36 @@ class CollectivePlanner {
   /// rates. `all_reduce` chooses or forces the all-reduce algorithm.
   CollectivePlanner(const ir::Program& program, const topo::Topology& topology,
                     const NetworkModel& network,
-                    AllReduceAlgo all_reduce = AllReduceAlgo::automatic);
+                    AllReduceAlgo all_reduce = AllReduceAlgo::automatic, NcclOptions nccl = {});
 
   /// The plan of communicator `comm` (built on first use).
   const CommPlan& plan(ir::CommId comm);
 
   /// The transfers of collective `op` on `comm` with root at member position `root_member`
   /// (broadcast/reduce; ignored otherwise), appended to `out` (cleared first). The spans point
-  /// into the plan or into scratch storage valid until the next call. Returns the algorithm
-  /// used for an all-reduce (ring or tree; ring for every other collective).
-  AllReduceAlgo transfers(const ir::Op& op, ir::CommId comm, std::int32_t root_member,
-                          std::vector<CollectiveTransfer>& out);
+  /// into the plan or into scratch storage valid until the next call. Returns the algorithm,
+  /// protocol and channels used and the bound of the collective's variable.
+  CollectiveChoice transfers(const ir::Op& op, ir::CommId comm, std::int32_t root_member,
+                             std::vector<CollectiveTransfer>& out);
 
   /// The algorithm an all-reduce of `bytes` on `comm` runs with (the tuner, or the forced one).
   AllReduceAlgo all_reduce_algo(ir::CommId comm, std::uint64_t bytes);
 
+  /// A P2P transfer of `bytes` between ranks `src` and `dst` on `comm`: NCCL's channel count,
+  /// the variable's bound (channels x per-channel rate; the socket transport's connection rate
+  /// across nodes) and the latency beyond the route (one Simple step). Host communicators:
+  /// no bound, no extra latency, 0 channels.
+  struct P2pChoice {
+    int channels = 0;
+    double bound = kNoBound;
+    SimTime extra_latency;
+  };
+  P2pChoice p2p(ir::CommId comm, ir::Rank src, ir::Rank dst, std::uint64_t bytes);
+
  private:
   CommPlan build(ir::CommId comm) const;
+  void build_shape(ir::CommId comm, CommPlan& plan) const;
+  nccl::Tuned tuned(CommPlan& plan, ir::CommId comm, ir::CollectiveKind kind, double bytes);
   void build_trees(ir::CommId comm, CommPlan& plan) const;
   double alone_rate(std::span<const topo::LinkId> links) const;
 
@@ -163,15 +197,13 @@ class CollectivePlanner {
   const topo::Topology& topology_;
   const NetworkModel& network_;
   AllReduceAlgo all_reduce_;
+  NcclOptions nccl_;
   std::vector<std::optional<CommPlan>> plans_;
   std::vector<std::vector<topo::LinkId>> scratch_;  ///< chain link lists, one per ring
 };
 
-/// NCCL's Simple-protocol pipeline step (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8).
-inline constexpr double kChainChunkBytes = 512.0 * 1024.0;
-
-/// Latency of a tree channel for `data_bytes` per tree: the channel's hop latencies plus one
-/// chunk c = min(data, 512 KiB) crossing the longest path (see the file comment).
+/// Host communicators: latency of a tree channel for `data_bytes` per tree: its hop latencies
+/// plus one chunk c = min(data, 512 KiB) crossing the longest path up and down.
 SimTime tree_latency_of(const TreeChannel& channel, double data_bytes);
 
 }  // namespace tawpipe::sim

@@ -52,7 +52,7 @@ SimTime NetworkModel::path_latency(std::span<const topo::LinkId> links) const {
 }
 
 void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-                         std::uint64_t token) {
+                         std::uint64_t token, double bound) {
   std::uint32_t index = 0;
   if (!free_transfers_.empty()) {
     index = free_transfers_.back();
@@ -66,6 +66,7 @@ void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimT
   t.bytes = bytes;
   t.remaining = bytes;
   t.rate = 0.0;
+  t.bound = bound;
   t.token = token;
   t.var = VariableId{};
   t.done = EventHandle{};
@@ -96,7 +97,7 @@ void NetworkModel::join_solver(std::uint32_t index) {
     finish(index);
     return;
   }
-  t.var = solver_.add_variable();
+  t.var = solver_.add_variable(1.0, t.bound);
   for (topo::LinkId l : t.links) {
     solver_.expand(t.var, constraint_[idx(l)], 1.0);
     link_bytes_[idx(l)] += t.bytes;

@@ -59,9 +59,10 @@ class NetworkModel {
 
   /// Starts a transfer of `bytes` over `links` (repeats allowed: each occurrence is one more unit
   /// of that link per unit of rate) after `latency`. With no links or no bytes it completes after
-  /// the latency alone. `on_complete(token)` fires at the end.
+  /// the latency alone. `bound` caps the transfer's rate (bytes/s; NCCL's channels x protocol
+  /// bandwidth, sim/network/nccl_tuning.h). `on_complete(token)` fires at the end.
   void start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-             std::uint64_t token);
+             std::uint64_t token, double bound = kNoBound);
 
   /// Effective per-direction bandwidth of a link (capacity x efficiency, or the profile's).
   double link_bytes_per_second(topo::LinkId link) const {
@@ -93,6 +94,7 @@ class NetworkModel {
     double bytes = 0.0;
     double remaining = 0.0;
     double rate = 0.0;
+    double bound = kNoBound;
     SimTime last_update;
     std::uint64_t token = 0;
     VariableId var;

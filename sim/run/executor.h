@@ -18,6 +18,7 @@
 /// Deterministic: all state is local, every choice follows the event order, time is integer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +45,8 @@ struct ExecOptions {
   bool record_memory = false;      ///< keep per-rank memory samples (trace counter tracks)
   /// All-reduce algorithm: NCCL's tuner (automatic) or forced (sim/network/collectives.h).
   AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
+  /// NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS and the socket transport's threads and sockets.
+  NcclOptions nccl;
 };
 
 /// Per-rank time accounting (definitions in common/report/report.h).
@@ -71,6 +74,12 @@ struct ExecutionResult {
   SimTime last_end;
   std::uint64_t events = 0;
   std::uint64_t tree_all_reduces = 0;  ///< all-reduce instances run as trees
+  /// Collective instances by NCCL protocol (LL, LL128, Simple); host communicators not counted.
+  std::array<std::uint64_t, nccl::kProtos> protocol_counts{};
+  /// Protocol and channels of the last collective or P2P transfer (the collectives table runs
+  /// one per program); 0 channels on host communicators.
+  nccl::Proto last_protocol = nccl::Proto::simple;
+  int last_channels = 0;
 };
 
 /// Runs `program` once. Errors: placement or dtype problems, unmatched sends/receives or

@@ -35,15 +35,21 @@ void Executor::start_p2p(std::size_t send_g) {
     res_.inter_node_bytes_sent[idx(src)] += bytes;
   }
   const auto route = topology_.route(a, b);
-  network_.start(route, bytes, network_.path_latency(route), send_g);
+  const CollectivePlanner::P2pChoice c = planner_.p2p(op_at(send_g).comm, src, dst, op.bytes);
+  res_.last_channels = c.channels;
+  res_.last_protocol = nccl::Proto::simple;
+  network_.start(route, bytes, network_.path_latency(route) + c.extra_latency, send_g, c.bound);
 }
 
 void Executor::start_collective(std::uint32_t inst) {
   Instance& in = instances_[inst];
   const std::size_t first = idx(inst_ops_[in.ops_offset]);
   const ir::Op& op = op_at(first);
-  if (planner_.transfers(op, in.comm, in.root_member, scratch_transfers_) == AllReduceAlgo::tree)
-    ++res_.tree_all_reduces;
+  const CollectiveChoice choice = planner_.transfers(op, in.comm, in.root_member, scratch_transfers_);
+  if (choice.algo == AllReduceAlgo::tree) ++res_.tree_all_reduces;
+  if (choice.channels > 0) ++res_.protocol_counts[static_cast<std::size_t>(choice.proto)];
+  res_.last_channels = choice.channels;
+  res_.last_protocol = choice.proto;
   const auto& members = program_.communicators[idx(in.comm)].members;
   // All rings (tree channels) of the collective form ONE solver variable (collectives.h): links
   // used several times get the summed coefficient, and the collective ends with its slowest
@@ -63,7 +69,7 @@ void Executor::start_collective(std::uint32_t inst) {
   if (!scratch_transfers_.empty()) {
     in.outstanding = 1;
     network_.start(scratch_links_, scratch_transfers_.front().bytes, latency,
-                   kCollectiveToken | inst);
+                   kCollectiveToken | inst, choice.bound);
   }
   if (scratch_transfers_.empty())
     engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});

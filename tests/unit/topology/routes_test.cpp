@@ -223,8 +223,8 @@ TEST(Routes, ConcurrentQueriesAgree) {
 }
 
 TEST(Bisection, MaxFlowBetweenHalves) {
-  // Node 0 vs nodes 1-2: one 10 GbE port = 1.25 GB/s.
-  EXPECT_DOUBLE_EQ(bisection_bandwidth(load("3x8-a100")).gigabytes_per_second(), 1.25);
+  // Node 0 vs nodes 1-2: one 100 GbE port = 12.5 GB/s.
+  EXPECT_DOUBLE_EQ(bisection_bandwidth(load("3x8-a100")).gigabytes_per_second(), 12.5);
   // Nodes 0-1 vs 2-3: each of the 8 rail leaves carries 2 x 25 GB/s across = 400 GB/s.
   EXPECT_DOUBLE_EQ(bisection_bandwidth(load("4x8-a100-hdr")).gigabytes_per_second(), 400.0);
   // One DGX A100, GPUs 0-3 vs 4-7: NVSwitch 4 x 300 GB/s plus the PCIe side, limited by the

@@ -67,7 +67,7 @@ TEST(ShippedTopologies, PaperClusterHas24GpusIn3Nodes) {
   EXPECT_DOUBLE_EQ(d.peak_bf16.teraflops(), 312.0);
   EXPECT_EQ(d.memory_capacity, Bytes::gib(80));
   EXPECT_DOUBLE_EQ(d.efficiency.gemm, 0.86);
-  // One shared 10 GbE NIC per node: every GPU uses it and sits on rail 0.
+  // One shared 100 GbE NIC per node: every GPU uses it and sits on rail 0.
   for (GpuId g = 0; g < 24; ++g) {
     EXPECT_EQ(t.vertex(t.nic_of(g)).name, "node" + std::to_string(t.node_of(g)) + "/eth0");
     EXPECT_EQ(t.rail_of(g), 0);
@@ -75,7 +75,8 @@ TEST(ShippedTopologies, PaperClusterHas24GpusIn3Nodes) {
   const std::string text = describe(t);
   EXPECT_NE(text.find("GPUs: 24"), std::string::npos) << text;
   EXPECT_NE(text.find("nvswitch"), std::string::npos);
-  EXPECT_NE(text.find("1.250 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("12.50 GB/s"), std::string::npos) << text;
+  EXPECT_TRUE(t.nccl_socket_transport());
 }
 
 TEST(ShippedTopologies, HeterogeneousGroupsAndDegradedNic) {

@@ -1,0 +1,214 @@
+// Acceptance tests of NCCL's data movement (sim/network/nccl_tuning.h), expected times derived
+// by hand from NCCL's published constants (NVIDIA/nccl src/graph/tuning.cc, src/enqueue.cc,
+// src/graph/paths.cc, src/graph/topo.h at commit b6475625):
+//   baseLat (us)  Ring {LL 6.6, LL128 14.0, Simple 8.4}, Tree {6.8, 14.0, 0}
+//   hwLat (us)    NVLink Ring {0.6, 1.9, 3.4}, Tree {0.6, 1.25, 28}; NET Ring {2.7, 4.0, 14.0},
+//                 Tree {5.0, 8.5, 28}
+//   factors       Ring LL x 1/4 (capped at llMaxBw, Ampere 1 node 87.7 GB/s), LL128 x 0.92
+//                 (capped at 20 GB/s per channel), Tree x 0.92 (capped at perChMaxTreeBw:
+//                 Ampere 23.6 GB/s on 2 nodes, 17.8 on > 2), algbw = busbw x ranks / nsteps
+//                 (ring) or x 1/2 (tree); multi-node Simple ring all-reduce latency x 1.4.
+//   channels      NVLink: 2 per link (12 NVLink3 links -> 24), SM copies 20 GB/s per link;
+//                 across nodes 2 per NIC; enqueue.cc drops channels while
+//                 bytes < channels x 512 threads x 64 B (Simple) / 8 B x ranks (ring LL).
+#include <gtest/gtest.h>
+
+#include "common/topology/loader.h"
+#include "sim/collectives_table.h"
+#include "sim/network/nccl_tuning.h"
+#include "tests/unit/simulator/fixtures.h"
+
+namespace tawpipe::sim {
+namespace {
+
+CollectiveRow row_of(const topo::Topology& t, const std::string& op, std::uint64_t bytes,
+                     std::int32_t ranks = 0, AllReduceAlgo algo = AllReduceAlgo::automatic) {
+  CollectiveTableRequest req;
+  req.op = op;
+  req.min_bytes = req.max_bytes = bytes;
+  req.ranks = ranks;
+  req.all_reduce_algo = algo;
+  auto rows = collectives_table(t, req);
+  EXPECT_TRUE(rows.ok()) << (rows.ok() ? "" : rows.error().to_string());
+  return rows->front();
+}
+
+// N nodes x 2 A100 on NVSwitch, one HDR NIC per node under the GPUs' PCIe switch: the smallest
+// cluster where NCCL's tree differs from its ring. NIC effective rate C = 25 GB/s x 0.96 =
+// 24 GB/s; GPU->NIC over PCIe 32 GB/s x 0.8 = 25.6 GB/s; inter-node route latency 2 us (two NIC
+// hops), under the 2.5 us of an InfiniBand path, so NCCL's NET step latency applies as is.
+topo::Topology two_gpu_nodes(int nodes) {
+  const std::string yaml = R"(name: tree-test
+description: "N nodes x 2 A100 on NVSwitch, one HDR NIC per node"
+device_kinds:
+  a100-sxm4-80gb:
+    peak_flops: {bf16: 312TFLOP/s, fp16: 312TFLOP/s, tf32: 156TFLOP/s, fp32: 19.5TFLOP/s}
+    memory: 80GiB
+    memory_bandwidth: 2039GB/s
+    efficiency: {gemm: 0.86, attention_fwd: 0.73, attention_bwd: 0.63, elementwise: 0.7, memory: 0.8}
+    launch_overhead: 5us
+links:
+  nvswitch: {latency: 500ns, efficiency: 0.91}
+  pcie: {latency: 1us, efficiency: 0.80}
+  cpu_link: {latency: 1us, efficiency: 0.70}
+  nic: {latency: 1us, efficiency: 0.96}
+  network: {latency: 500ns, efficiency: 1.0}
+node_templates:
+  t:
+    device: a100-sxm4-80gb
+    gpus: 2
+    fabric: nvswitch
+    nvswitch: {bandwidth: 300GB/s}
+    pcie:
+      bandwidth: 32GB/s
+      switches:
+        - {id: sw0, socket: 0, gpus: [0, 1]}
+    nics:
+      - {id: mlx5_0, pcie_switch: sw0}
+nodes: )" + std::to_string(nodes) +
+                           R"(
+template: t
+inter_node:
+  nic: {bandwidth: 200Gb/s}
+  network: {topology: single_switch}
+)";
+  auto t = topo::load_topology_string(yaml, "tree-test.yaml");
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
+  return std::move(*t);
+}
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMiB = 1024.0 * 1024;
+
+// Ring all-reduce on 8 A100 (dgx-a100): 24 channels, bus bandwidth before protocol factors
+// B = min(links alone 300 x 0.91 = 273, 12 links x 20) = 240 GB/s; nsteps = 14, algbw = bus x
+// 8/14. Per protocol at 24 channels: LL bus min(87.7, 240/4) = 60 GB/s, latency 6.6 + 14 x 0.6
+// = 15.0 us; LL128 bus min(240 x 0.92, 24 x 20) = 220.8 GB/s, latency 14 + 14 x 1.9 = 40.6 us;
+// Simple bus 240 GB/s, latency 8.4 + 14 x 3.4 = 56.0 us.
+TEST(Nccl, RingAllReduceEightA100At1MiB) {
+  // 1 MiB: LL keeps 24 channels (1 MiB >= 24 x 512 x 8 x 8 B = 768 KiB).
+  //   LL 15.0 + 1 MiB x 14/8 / 60 GB/s = 15.0 + 30.58 = 45.58 us
+  //   LL128 40.6 + 8.31 = 48.91 us; Simple 56.0 + 7.65 = 63.65 us -> LL.
+  const CollectiveRow r = row_of(testing::shipped("dgx-a100"), "all_reduce", 1u << 20);
+  EXPECT_EQ(r.proto, nccl::Proto::ll);
+  EXPECT_EQ(r.channels, 24);
+  EXPECT_NEAR(r.time.seconds(), 15.0e-6 + kMiB * 14.0 / 8.0 / 60e9, 2e-12);
+}
+
+TEST(Nccl, RingAllReduceEightA100At64MiB) {
+  // 64 MiB: LL 15.0 + 1957.4 us; LL128 40.6 + 531.9 = 572.5 us; Simple 56.0 + 489.3 =
+  // 545.3 us -> Simple; algbw 123 GB/s, bus bandwidth 215 GB/s: still ramping (the peak is 240).
+  const CollectiveRow r = row_of(testing::shipped("dgx-a100"), "all_reduce", 64ull << 20);
+  EXPECT_EQ(r.proto, nccl::Proto::simple);
+  EXPECT_EQ(r.channels, 24);
+  EXPECT_NEAR(r.time.seconds(), 56.0e-6 + 64 * kMiB * 14.0 / 8.0 / 240e9, 2e-12);
+  EXPECT_LT(r.busbw_gb_per_s, 0.9 * 240.0);
+}
+
+TEST(Nccl, RingAllReduceEightA100At4GiB) {
+  // 4 GiB: Simple 56 + 31317 us; bus bandwidth 239.6 GB/s, 99.8 % of 240.
+  const CollectiveRow r = row_of(testing::shipped("dgx-a100"), "all_reduce", 4ull << 30);
+  EXPECT_EQ(r.proto, nccl::Proto::simple);
+  EXPECT_NEAR(r.time.seconds(), 56.0e-6 + 4 * kGiB * 14.0 / 8.0 / 240e9, 2e-12);
+  EXPECT_NEAR(r.busbw_gb_per_s, 239.6, 0.1);
+}
+
+// A P2P transfer: sendrecv on 8 A100: per peer 2 x 12 -> 32 channels (p2pnChannels 32); per
+// op at least 4 (4 x 8 <= 32), doubled while a channel would carry more than 4 x 512 KiB, at
+// most 32. A P2P channel moves 9 GB/s (NVIDIA/nccl-tests issue 331: 72 GB/s over 8 channels),
+// all of them at most the SM copies' 12 x 20 GB/s. Latency: route 2 x 500 ns + one Simple step
+// 3.4 us.
+//   1 MiB:  4 channels, 36 GB/s:  t = 4.4 us + 1 MiB / 36 GB/s = 33.53 us
+//   16 MiB: 8 channels, 72 GB/s:  t = 4.4 us + 16 MiB / 72 GB/s = 237.4 us
+//   64 MiB: 32 channels, min(288, 240) = 240 GB/s: t = 4.4 us + 64 MiB / 240 GB/s = 284.0 us
+// A P2P op uses fewer channels than a collective (24) until 64 MiB, and never more than the
+// SM-driven rate: 240 GB/s, not the links' 273.
+TEST(Nccl, SendRecvUsesFewerChannels) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  const CollectiveRow small = row_of(t, "sendrecv", 1u << 20);
+  EXPECT_EQ(small.channels, 4);
+  EXPECT_NEAR(small.time.seconds(), 4.4e-6 + kMiB / 36e9, 2e-12);
+  const CollectiveRow mid = row_of(t, "sendrecv", 16u << 20);
+  EXPECT_EQ(mid.channels, 8);
+  EXPECT_NEAR(mid.time.seconds(), 4.4e-6 + 16 * kMiB / 72e9, 2e-12);
+  const CollectiveRow r = row_of(t, "sendrecv", 64ull << 20);
+  EXPECT_EQ(r.channels, 32);
+  EXPECT_NEAR(r.time.seconds(), 4.4e-6 + 64 * kMiB / 240e9, 2e-12);
+}
+
+// Tree on 2 nodes x 2 GPUs (4 ranks), 1 GiB. Channels: 2 per NIC. Tree 0 is node 0 <- node 1,
+// tree 1 its mirror; each carries D = S/2 up and down. Node 0's NIC sends D down in tree 0 and D
+// up in tree 1: 2 D = S per direction, so D moves at C / 2 = 12 GB/s, and the tree's bus
+// bandwidth (algbw / (1/2), algbw = S / (D / 12 GB/s)) is 4 x 12 = 48 GB/s. NCCL: Simple tree
+// bus min(48 x 0.92, 2 x 23.6) = 44.16 GB/s, algbw 22.08 GB/s; latency 2 ((2/2 - 1)... with
+// ranks/node = 2: 2 (1 x 28 + log2(2) x 28) = 112 us. t = 112 us + S / 22.08 GB/s = 48.74 ms.
+// The ring over 4 ranks: each NIC carries one edge of 2 (3/4) S = 1.5 S at 24 GB/s, algbw 16
+// GB/s; latency (8.4 + (6 - 4) x max(3.4, 3 x 1) + 4 x 14) x 1.4 = 99.68 us: 67.21 ms. The tree
+// wins: each NIC carries S instead of 1.5 S (the tree's real per-NIC traffic on 2 nodes), and
+// its bus bandwidth (1.5 S / t = 33 GB/s) exceeds the NIC's 24 GB/s.
+TEST(Nccl, TreeOnTwoNodes) {
+  const topo::Topology t = two_gpu_nodes(2);
+  const CollectiveRow tree = row_of(t, "all_reduce", 1ull << 30);
+  EXPECT_EQ(tree.algo, AllReduceAlgo::tree);
+  EXPECT_EQ(tree.proto, nccl::Proto::simple);
+  EXPECT_EQ(tree.channels, 2);
+  EXPECT_NEAR(tree.time.seconds(), 112e-6 + kGiB / 22.08e9, 1e-11);
+  EXPECT_GT(tree.busbw_gb_per_s, 24.0 * 1.3);
+  const CollectiveRow ring = row_of(t, "all_reduce", 1ull << 30, 0, AllReduceAlgo::ring);
+  EXPECT_EQ(ring.algo, AllReduceAlgo::ring);
+  EXPECT_NEAR(ring.time.seconds(), 99.68e-6 + 1.5 * kGiB / 24e9, 1e-11);
+}
+
+// Tree on 4 nodes x 2 GPUs (8 ranks), 1 GiB. Tree 0 over the nodes: 0 <- 2 <- {1, 3}; tree 1
+// its mirror 3 <- 1 <- {2, 0}. Node 2's NIC sends 3 D in tree 0 (up to 0, down to 1 and 3) and
+// D in tree 1 (a leaf): 4 D per direction = 2 S, more than the ring's 2 (7/8) S = 1.75 S. D
+// moves at 24 / 4 = 6 GB/s; tree bus 4 x 6 = 24 GB/s; NCCL Simple tree bus min(24 x 0.92, 2 x
+// 17.8) = 22.08 GB/s, algbw 11.04 GB/s, latency 2 (1 x 28 + log2(4) x 28) = 168 us:
+// t_tree = 168 us + S / 11.04 GB/s = 97.43 ms. Ring: bus 24 GB/s, algbw 24 x 8/14 = 13.71
+// GB/s, latency (8.4 + (14 - 8) x 3.4 + 8 x 14) x 1.4 = 197.12 us: t = 78.49 ms -> the tuner
+// picks the ring from 4 nodes on for large messages.
+TEST(Nccl, TreeOnFourNodes) {
+  const topo::Topology t = two_gpu_nodes(4);
+  const CollectiveRow tuned = row_of(t, "all_reduce", 1ull << 30);
+  EXPECT_EQ(tuned.algo, AllReduceAlgo::ring);
+  EXPECT_NEAR(tuned.time.seconds(), 197.12e-6 + 1.75 * kGiB / 24e9, 1e-11);
+  const CollectiveRow tree = row_of(t, "all_reduce", 1ull << 30, 0, AllReduceAlgo::tree);
+  EXPECT_EQ(tree.algo, AllReduceAlgo::tree);
+  EXPECT_NEAR(tree.time.seconds(), 168e-6 + kGiB / 11.04e9, 1e-11);
+}
+
+// The tuner's pieces, against the same constants.
+TEST(Nccl, TunerPieces) {
+  EXPECT_EQ(nccl::nvlink_channels(12), 24);  // DGX A100: "Channel 00/24" (nccl-tests #100)
+  EXPECT_EQ(nccl::nvlink_channels(18), 32);  // H100: capped at MAXCHANNELS
+  // enqueue.cc: Simple keeps a channel per 512 threads x 64 B = 32 KiB.
+  EXPECT_EQ(nccl::channels_for_size(16 * 1024, 24, nccl::Algo::ring, nccl::Proto::simple, 8), 1);
+  EXPECT_EQ(nccl::channels_for_size(64 * 1024, 24, nccl::Algo::ring, nccl::Proto::simple, 8), 2);
+  EXPECT_EQ(nccl::channels_for_size(96 * 1024, 24, nccl::Algo::ring, nccl::Proto::simple, 8), 3);
+  EXPECT_EQ(nccl::channels_for_size(1 << 20, 24, nccl::Algo::ring, nccl::Proto::simple, 8), 24);
+  nccl::ProtoSet set;
+  EXPECT_TRUE(nccl::parse_protos("^LL", &set));
+  EXPECT_FALSE(set.has(nccl::Proto::ll));
+  EXPECT_TRUE(set.has(nccl::Proto::ll128));
+  EXPECT_TRUE(nccl::parse_protos("simple", &set));
+  EXPECT_EQ(set.bits, 0b100);
+  EXPECT_FALSE(nccl::parse_protos("LL256", &set));
+}
+
+// NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS: forcing Simple on 4 channels at 64 MiB gives bus
+// 240 x 4/24 = 40 GB/s, time 56 us + 64 MiB x 14/8 / 40 GB/s.
+TEST(Nccl, ProtocolAndChannelOverrides) {
+  CollectiveTableRequest req;
+  req.op = "all_reduce";
+  req.min_bytes = req.max_bytes = 64ull << 20;
+  ASSERT_TRUE(nccl::parse_protos("Simple", &req.nccl.tuner.protos));
+  req.nccl.tuner.min_channels = req.nccl.tuner.max_channels = 4;
+  auto rows = collectives_table(testing::shipped("dgx-a100"), req);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->front().proto, nccl::Proto::simple);
+  EXPECT_EQ(rows->front().channels, 4);
+  EXPECT_NEAR(rows->front().time.seconds(), 56e-6 + 64 * kMiB * 14.0 / 8.0 / 40e9, 2e-12);
+}
+
+}  // namespace
+}  // namespace tawpipe::sim
