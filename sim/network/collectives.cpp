@@ -42,6 +42,27 @@ SimTime tree_latency_of(const TreeChannel& channel, double data_bytes) {
                                std::ceil(chunk * channel.chunk_seconds_per_byte * 1e12)));
 }
 
+std::optional<SimTime> measured_comm_time(const profile::Profile* profile, profile::CommOp op,
+                                          profile::CommScope scope, int ranks, double bytes) {
+  if (profile == nullptr) return std::nullopt;
+  for (const profile::CommMeasurement& m : profile->communication) {
+    if (m.op != op || m.scope != scope || m.ranks != ranks || m.points.empty()) continue;
+    for (std::size_t i = 0; i < m.points.size(); ++i) {
+      const double s1 = static_cast<double>(m.points[i].size.count());
+      if (bytes > s1) continue;
+      if (bytes == s1) return m.points[i].time;
+      if (i == 0) return std::nullopt;  // below the smallest measured size
+      const double s0 = static_cast<double>(m.points[i - 1].size.count());
+      const double t0 = m.points[i - 1].time.seconds();
+      const double t1 = m.points[i].time.seconds();
+      const double t = t0 + (t1 - t0) * std::log(bytes / s0) / std::log(s1 / s0);
+      return SimTime::ps(static_cast<std::int64_t>(std::llround(t * 1e12)));
+    }
+    return std::nullopt;  // above the largest
+  }
+  return std::nullopt;
+}
+
 const char* name(AllReduceAlgo algo) {
   switch (algo) {
     case AllReduceAlgo::automatic:
@@ -480,12 +501,61 @@ CollectiveChoice CollectivePlanner::transfers(const ir::Op& op, ir::CommId comm,
     if (p.nccl) t.latency = nccl_latency;
     out.push_back(t);
   }
+  apply_measured(p, op, out, choice);
   return choice;
+}
+
+void CollectivePlanner::apply_measured(const CommPlan& p, const ir::Op& op,
+                                       std::vector<CollectiveTransfer>& out,
+                                       CollectiveChoice& choice) const {
+  if (profile_ == nullptr || profile_->communication.empty() || out.empty()) return;
+  profile::CommOp cop = profile::CommOp::all_reduce;
+  switch (op.collective) {
+    case ir::CollectiveKind::broadcast:
+      cop = profile::CommOp::broadcast;
+      break;
+    case ir::CollectiveKind::reduce:
+      cop = profile::CommOp::reduce;
+      break;
+    case ir::CollectiveKind::all_gather:
+      cop = profile::CommOp::all_gather;
+      break;
+    case ir::CollectiveKind::reduce_scatter:
+      cop = profile::CommOp::reduce_scatter;
+      break;
+    case ir::CollectiveKind::all_reduce:
+      cop = profile::CommOp::all_reduce;
+      break;
+  }
+  const profile::CommScope scope = p.nodes > 1 ? profile::CommScope::inter_node
+                                   : p.nccl    ? profile::CommScope::intra_node
+                                               : profile::CommScope::shared_memory;
+  const auto t = measured_comm_time(profile_, cop, scope, p.members, static_cast<double>(op.bytes));
+  if (!t || *t <= SimTime()) return;
+  for (CollectiveTransfer& tr : out)
+    tr.latency = SimTime();
+  choice.bound = out.front().bytes / t->seconds();
 }
 
 CollectivePlanner::P2pChoice CollectivePlanner::p2p(ir::CommId comm, ir::Rank src, ir::Rank dst,
                                                     std::uint64_t bytes) {
   P2pChoice c;
+  {
+    plan(comm);
+    const CommPlan& pm = *plans_[idx(comm)];
+    const auto& pl = program_.header.placement;
+    const bool across = topology_.node_of(pl[idx(src)]) != topology_.node_of(pl[idx(dst)]);
+    const profile::CommScope scope = across    ? profile::CommScope::inter_node
+                                     : pm.nccl ? profile::CommScope::intra_node
+                                               : profile::CommScope::shared_memory;
+    const auto t = measured_comm_time(profile_, profile::CommOp::sendrecv, scope, pm.members,
+                                      static_cast<double>(bytes));
+    if (t && *t > SimTime()) {
+      c.measured = true;
+      c.bound = static_cast<double>(bytes) / t->seconds();
+      return c;
+    }
+  }
   const auto clamp_channels = [&](int nc) {
     if (nccl_.tuner.min_channels > 0) nc = std::max(nc, nccl_.tuner.min_channels);
     if (nccl_.tuner.max_channels > 0) nc = std::min(nc, nccl_.tuner.max_channels);

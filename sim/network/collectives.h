@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "common/ir/program.h"
+#include "common/profile/profile.h"
 #include "common/topology/topology.h"
 #include "common/units.h"
 #include "sim/network/nccl_tuning.h"
@@ -142,6 +143,13 @@ struct NcclOptions {
   nccl::SocketTransport socket;
 };
 
+/// A profile's measured time of `op` on `ranks` ranks of `scope` for `bytes` (nccl-tests'
+/// size), interpolated log-linearly in size between the two nearest measured points
+/// (t = t0 + (t1 - t0) ln(s / s0) / ln(s1 / s0)); nothing outside the measured range (the
+/// model applies there) or without a matching curve. `profile` may be null.
+std::optional<SimTime> measured_comm_time(const profile::Profile* profile, profile::CommOp op,
+                                          profile::CommScope scope, int ranks, double bytes);
+
 /// One solver transfer of a collective, as `NetworkModel::start` takes it, plus the edges it
 /// uses and the data each sends (for per-rank intra/inter-node byte counts).
 struct CollectiveTransfer {
@@ -183,12 +191,21 @@ class CollectivePlanner {
     int channels = 0;
     double bound = kNoBound;
     SimTime extra_latency;
+    bool measured = false;  ///< the profile's time: no route latency, bound = bytes / time
   };
+
+  /// Measured collective and sendrecv times (profile `communication`) replace the model's
+  /// where they cover the op, scope, rank count and size: the transfer then has no latency and
+  /// its variable is bounded at bytes / measured time (alone on the network it takes exactly
+  /// the measured time; sharing links can only slow it). `profile` may be null.
+  void set_profile(const profile::Profile* profile) { profile_ = profile; }
   P2pChoice p2p(ir::CommId comm, ir::Rank src, ir::Rank dst, std::uint64_t bytes);
 
  private:
   CommPlan build(ir::CommId comm) const;
   void build_shape(ir::CommId comm, CommPlan& plan) const;
+  void apply_measured(const CommPlan& p, const ir::Op& op, std::vector<CollectiveTransfer>& out,
+                      CollectiveChoice& choice) const;
   nccl::Tuned tuned(CommPlan& plan, ir::CommId comm, ir::CollectiveKind kind, double bytes);
   void build_trees(ir::CommId comm, CommPlan& plan) const;
   double alone_rate(std::span<const topo::LinkId> links) const;
@@ -198,6 +215,7 @@ class CollectivePlanner {
   const NetworkModel& network_;
   AllReduceAlgo all_reduce_;
   NcclOptions nccl_;
+  const profile::Profile* profile_ = nullptr;
   std::vector<std::optional<CommPlan>> plans_;
   std::vector<std::vector<topo::LinkId>> scratch_;  ///< chain link lists, one per ring
 };

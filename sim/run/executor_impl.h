@@ -82,6 +82,7 @@ class Executor {
         network_(engine_, topology, options.profile,
                  [this](std::uint64_t token) { on_transfer_done(token); }),
         planner_(program, topology, network_, options.all_reduce_algo, options.nccl) {
+    planner_.set_profile(options.profile);
     handler_ = engine_.add_handler([this](const Event& e) { on_event(e); });
     network_.record_usage(options.record_link_usage);
   }

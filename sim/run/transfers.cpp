@@ -38,14 +38,16 @@ void Executor::start_p2p(std::size_t send_g) {
   const CollectivePlanner::P2pChoice c = planner_.p2p(op_at(send_g).comm, src, dst, op.bytes);
   res_.last_channels = c.channels;
   res_.last_protocol = nccl::Proto::simple;
-  network_.start(route, bytes, network_.path_latency(route) + c.extra_latency, send_g, c.bound);
+  const SimTime latency = c.measured ? SimTime() : network_.path_latency(route) + c.extra_latency;
+  network_.start(route, bytes, latency, send_g, c.bound);
 }
 
 void Executor::start_collective(std::uint32_t inst) {
   Instance& in = instances_[inst];
   const std::size_t first = idx(inst_ops_[in.ops_offset]);
   const ir::Op& op = op_at(first);
-  const CollectiveChoice choice = planner_.transfers(op, in.comm, in.root_member, scratch_transfers_);
+  const CollectiveChoice choice =
+      planner_.transfers(op, in.comm, in.root_member, scratch_transfers_);
   if (choice.algo == AllReduceAlgo::tree) ++res_.tree_all_reduces;
   if (choice.channels > 0) ++res_.protocol_counts[static_cast<std::size_t>(choice.proto)];
   res_.last_channels = choice.channels;

@@ -210,5 +210,46 @@ TEST(Nccl, ProtocolAndChannelOverrides) {
   EXPECT_NEAR(rows->front().time.seconds(), 56e-6 + 64 * kMiB * 14.0 / 8.0 / 40e9, 2e-12);
 }
 
+// A profile's communication curve replaces the model inside its size range: 8 MiB between the
+// measured 1 MiB (31 us) and 64 MiB (410 us): t = 31 + 379 x ln(8) / ln(64) = 220.5 us. Outside
+// (1 GiB) the model applies: 56 us + 1 GiB x 14/8 / 240 GB/s.
+TEST(Nccl, ProfileCommunicationReplacesModel) {
+  profile::Profile prof;
+  profile::CommMeasurement m;
+  m.op = profile::CommOp::all_reduce;
+  m.scope = profile::CommScope::intra_node;
+  m.ranks = 8;
+  m.points = {{Bytes(1u << 20), SimTime::us(31)}, {Bytes(64u << 20), SimTime::us(410)}};
+  prof.communication.push_back(m);
+  const topo::Topology t = testing::shipped("dgx-a100");
+  CollectiveTableRequest req;
+  req.op = "all_reduce";
+  req.min_bytes = req.max_bytes = 8u << 20;
+  auto rows = collectives_table(t, req, &prof);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_NEAR(rows->front().time.seconds(), 220.5e-6, 1e-10);
+  const CollectiveRow model = row_of(t, "all_reduce", 8u << 20);
+  EXPECT_LT(model.time.seconds(), 150e-6);
+  req.min_bytes = req.max_bytes = 1ull << 30;
+  rows = collectives_table(t, req, &prof);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_NEAR(rows->front().time.seconds(), 56e-6 + kGiB * 14.0 / 8.0 / 240e9, 2e-12);
+  // Another rank count has no curve: the model.
+  req.min_bytes = req.max_bytes = 8u << 20;
+  req.ranks = 4;
+  rows = collectives_table(t, req, &prof);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_LT(rows->front().time.seconds(), 150e-6);
+  // A measured sendrecv curve replaces the P2P model the same way.
+  profile::CommMeasurement sr = m;
+  sr.op = profile::CommOp::sendrecv;
+  prof.communication = {sr};
+  req.op = "sendrecv";
+  req.ranks = 8;
+  rows = collectives_table(t, req, &prof);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_NEAR(rows->front().time.seconds(), 220.5e-6, 1e-10);
+}
+
 }  // namespace
 }  // namespace tawpipe::sim
