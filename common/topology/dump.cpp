@@ -265,6 +265,14 @@ std::string dump_spec(const TopologySpec& spec) {
   }
   if (spec.network) emit_network(out, spec);
   if (!spec.link_overrides.empty()) emit_overrides(out, spec);
+  if (spec.host) {
+    key(out, "host");
+    out << YAML::Flow << YAML::BeginMap;
+    key(out, "cores_per_host");
+    out << spec.host->cores_per_host;
+    key(out, "ranks_per_core");
+    out << spec.host->ranks_per_core << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

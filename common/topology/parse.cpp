@@ -43,8 +43,8 @@ Where where_of(const Ctx& c) {
 }
 
 const std::vector<std::string> kRootKeys = {
-    "name",  "description", "device_kinds", "links",      "node_templates",
-    "nodes", "template",    "node_groups",  "inter_node", "link_overrides"};
+    "name",        "description", "device_kinds",   "links", "node_templates", "nodes", "template",
+    "node_groups", "inter_node",  "link_overrides", "host"};
 const std::vector<std::string> kDeviceKeys = {"peak_flops", "memory", "memory_bandwidth",
                                               "efficiency", "launch_overhead"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp32", "tf32"};
@@ -61,6 +61,7 @@ const std::vector<std::string> kSwitchKeys = {"id", "socket", "parent", "gpus", 
 const std::vector<std::string> kNicKeys = {"id", "pcie_switch", "bandwidth", "latency"};
 const std::vector<std::string> kGroupKeys = {"name", "template", "count"};
 const std::vector<std::string> kInterNodeKeys = {"nic", "network", "transport"};
+const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core"};
 const std::vector<std::string> kNetworkKeys = {"topology", "nics_per_leaf", "nodes_per_leaf",
                                                "spines", "oversubscription"};
 const std::vector<std::string> kLinkOverrideKeys = {"between",   "nic",        "direction",
@@ -541,15 +542,33 @@ TopologySpec parse_root(const Ctx& c) {
       spec.link_overrides.push_back(parse_link_override(item));
   }
   cross_check(m, spec);
+  if (const auto host = m.opt("host")) {
+    const MapReader hm(*host, kHostKeys, "host");
+    HostCpu h;
+    h.cores_per_host = yaml::read_int(hm.at("cores_per_host"), 1, 4096, "a core count");
+    h.ranks_per_core = yaml::read_int(hm.at("ranks_per_core"), 1, 1024, "a rank count");
+    std::int64_t gpus = 0;
+    for (const GroupSpec& g : spec.groups) {
+      for (const TemplateSpec& t : spec.templates)
+        gpus += t.id == g.template_id ? static_cast<std::int64_t>(g.count) * t.gpus : 0;
+    }
+    if (gpus > static_cast<std::int64_t>(h.cores_per_host) * h.ranks_per_core) {
+      fail(hm.at("ranks_per_core"), std::to_string(gpus) + " ranks do not fit on " +
+                                        std::to_string(h.cores_per_host) + " cores with " +
+                                        std::to_string(h.ranks_per_core) + " ranks per core");
+    }
+    spec.host = h;
+  }
   return spec;
 }
 
 }  // namespace
 
 bool is_schema_key(std::string_view key) {
-  for (const auto* table : {&kRootKeys, &kDeviceKeys, &kPeakKeys, &kEfficiencyKeys, &kLinkClassKeys,
-                            &kTemplateKeys, &kNvlinkKeys, &kPcieKeys, &kSwitchKeys, &kNicKeys,
-                            &kGroupKeys, &kInterNodeKeys, &kNetworkKeys, &kLinkOverrideKeys}) {
+  for (const auto* table :
+       {&kRootKeys, &kDeviceKeys, &kPeakKeys, &kEfficiencyKeys, &kLinkClassKeys, &kTemplateKeys,
+        &kNvlinkKeys, &kPcieKeys, &kSwitchKeys, &kNicKeys, &kGroupKeys, &kInterNodeKeys,
+        &kNetworkKeys, &kLinkOverrideKeys, &kHostKeys}) {
     if (std::find(table->begin(), table->end(), key) != table->end()) return true;
   }
   return false;

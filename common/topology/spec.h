@@ -120,6 +120,7 @@ struct TopologySpec {
   Where nic_where;
   std::optional<NetworkSpec> network;  ///< required when there is more than one node
   std::vector<LinkOverrideSpec> link_overrides;
+  std::optional<HostCpu> host;  ///< `host:` (CPU topologies)
   Where root_where;
 };
 

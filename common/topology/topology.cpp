@@ -318,6 +318,15 @@ NetworkKind Topology::network_kind() const {
   return data_->spec.network ? data_->spec.network->kind : NetworkKind::single_switch;
 }
 
+const std::optional<HostCpu>& Topology::host_cpu() const {
+  return data_->spec.host;
+}
+
+int Topology::core_of(GpuId gpu) const {
+  const auto& host = data_->spec.host;
+  return host ? gpu / host->ranks_per_core : -1;
+}
+
 const DeviceKind& Topology::device(GpuId gpu) const {
   assert(gpu >= 0 && gpu < num_gpus());
   return data_

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -100,6 +101,16 @@ struct DeviceKind {
   OpClassEfficiency efficiency;
   SimTime launch_overhead;  ///< fixed cost added to every compute op (kernel launch)
   friend bool operator==(const DeviceKind&, const DeviceKind&) = default;
+};
+
+/// The physical machine under a CPU topology (host backend): its ranks ("GPUs") are MPI
+/// processes pinned to cores, `ranks_per_core` consecutive ranks per core (rank r -> core
+/// r / ranks_per_core), and ranks on one core share it (the simulator divides the core among the
+/// compute and copy work running on it at the same time).
+struct HostCpu {
+  int cores_per_host = 0;  ///< cores the ranks are spread over (> 0)
+  int ranks_per_core = 0;  ///< ranks pinned to each core (> 0)
+  friend bool operator==(const HostCpu&, const HostCpu&) = default;
 };
 
 /// A graph vertex.
@@ -180,6 +191,10 @@ class Topology {
 
   /// The device model of a GPU.
   const DeviceKind& device(GpuId gpu) const;
+  /// The `host:` section of a CPU topology; empty for GPU clusters.
+  const std::optional<HostCpu>& host_cpu() const;
+  /// Core of `gpu` under `host_cpu()` (gpu / ranks_per_core); -1 without a `host:` section.
+  int core_of(GpuId gpu) const;
   /// All device kinds declared in the file, sorted by name.
   const std::vector<DeviceKind>& device_kinds() const;
 
