@@ -40,7 +40,11 @@ void Executor::start_op(std::size_t g) {
             std::ceil(static_cast<double>(t.picoseconds()) * (1.0 + options_.sm_contention))));
       if (op.kind == ir::OpKind::compute && op.bytes > 0)
         memory_->add(r, MemoryKind::workspace, op.bytes, now);
-      engine_.schedule_after(t, Event{handler_, kOpDone, g});
+      if (cores_) {
+        start_compute_on_core(g, t);
+      } else {
+        engine_.schedule_after(t, Event{handler_, kOpDone, g});
+      }
       break;
     }
     case ir::OpKind::alloc:

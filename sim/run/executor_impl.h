@@ -18,7 +18,9 @@
 #include "sim/compute/compute_model.h"
 #include "sim/engine/engine.h"
 #include "sim/network/collectives.h"
+#include "sim/network/mpi_shm.h"
 #include "sim/run/big_vector.h"
+#include "sim/run/core_sharing.h"
 #include "sim/run/executor.h"
 
 namespace tawpipe::sim::detail {
@@ -85,6 +87,7 @@ class Executor {
     planner_.set_profile(options.profile);
     handler_ = engine_.add_handler([this](const Event& e) { on_event(e); });
     network_.record_usage(options.record_link_usage);
+    if (topology.host_cpu()) init_host_cpu();
   }
 
   Status prepare();
@@ -128,6 +131,14 @@ class Executor {
   void start_collective(std::uint32_t inst);
   void complete_op(std::size_t g);
   void complete_collective(std::uint32_t inst);
+  // CPU topologies (host_cpu.cpp): compute ops share their rank's core, transfers use MPI's
+  // shared-memory transport (sim/network/mpi_shm.h) whose copies share the cores too.
+  void init_host_cpu();
+  int core_of_rank(ir::Rank r) const;
+  void start_compute_on_core(std::size_t g, SimTime work);
+  void start_p2p_shm(std::size_t send_g);
+  void start_collective_shm(std::uint32_t inst);
+  void on_core_done(std::uint64_t token);
   /// Completes the zero-time ops (alloc, free) queued while handling the current event, in
   /// order; they may release more. Cheaper than a zero-delay event per op, and not recursive.
   void drain() {
@@ -176,6 +187,10 @@ class Executor {
   std::vector<RankClock> clock_;
   std::vector<CollectiveTransfer> scratch_transfers_;
   std::vector<topo::LinkId> scratch_links_;
+  std::unique_ptr<CoreSharing> cores_;  ///< CPU topologies only
+  std::unique_ptr<MpiShmModel> shm_;    ///< CPU topologies only
+  std::vector<int> scratch_cores_;
+  SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
 };
 
 }  // namespace tawpipe::sim::detail

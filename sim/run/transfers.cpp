@@ -34,6 +34,10 @@ void Executor::start_p2p(std::size_t send_g) {
   } else {
     res_.inter_node_bytes_sent[idx(src)] += bytes;
   }
+  if (shm_) {
+    start_p2p_shm(send_g);
+    return;
+  }
   const auto route = topology_.route(a, b);
   const CollectivePlanner::P2pChoice c = planner_.p2p(op_at(send_g).comm, src, dst, op.bytes);
   res_.last_channels = c.channels;
@@ -67,6 +71,10 @@ void Executor::start_collective(std::uint32_t inst) {
     }
     scratch_links_.insert(scratch_links_.end(), t.links.begin(), t.links.end());
     latency = std::max(latency, t.latency);
+  }
+  if (shm_) {  // bytes counted as above, time from MPI's shared-memory transport
+    start_collective_shm(inst);
+    return;
   }
   if (!scratch_transfers_.empty()) {
     in.outstanding = 1;

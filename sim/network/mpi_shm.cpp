@@ -1,0 +1,161 @@
+#include "sim/network/mpi_shm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace tawpipe::sim {
+namespace {
+
+SimTime seconds_up(double s) {
+  return SimTime::ps(static_cast<std::int64_t>(std::ceil(std::max(s, 0.0) * 1e12)));
+}
+
+ShmOp shm_op(ir::CollectiveKind k) {
+  switch (k) {
+    case ir::CollectiveKind::broadcast:
+      return ShmOp::broadcast;
+    case ir::CollectiveKind::reduce:
+      return ShmOp::reduce;
+    case ir::CollectiveKind::all_reduce:
+      return ShmOp::all_reduce;
+    case ir::CollectiveKind::all_gather:
+      return ShmOp::all_gather;
+    case ir::CollectiveKind::reduce_scatter:
+      return ShmOp::reduce_scatter;
+  }
+  return ShmOp::all_reduce;
+}
+
+/// Messages in sequence and bytes per message of `op` on `p` ranks for a buffer of `bytes`
+/// (ring all-reduce / all-gather / reduce-scatter, binomial broadcast / reduce).
+struct Steps {
+  double count = 1.0;
+  double chunk_bytes = 0.0;
+};
+Steps ring_steps(ShmOp op, double bytes, int p) {
+  const double n = std::max(p, 2);
+  switch (op) {
+    case ShmOp::all_reduce:
+      return {2.0 * (n - 1.0), bytes / n};
+    case ShmOp::all_gather:
+    case ShmOp::reduce_scatter:
+      return {n - 1.0, bytes / n};
+    case ShmOp::broadcast:
+    case ShmOp::reduce:
+      return {std::ceil(std::log2(n)), bytes};
+    case ShmOp::sendrecv:
+      break;
+  }
+  return {1.0, bytes};
+}
+
+}  // namespace
+
+SimTime curve_time(const ShmCurve& c, double bytes) {
+  const auto& p = c.points;
+  if (p.size() == 1 || bytes <= p.front().first) return p.front().second;
+  for (std::size_t i = 1; i < p.size(); ++i) {
+    if (bytes <= p[i].first) {
+      const double x0 = std::log(p[i - 1].first), x1 = std::log(p[i].first);
+      const double t0 = p[i - 1].second.seconds(), t1 = p[i].second.seconds();
+      const double f = x1 > x0 ? (std::log(bytes) - x0) / (x1 - x0) : 1.0;
+      return seconds_up(t0 + f * (t1 - t0));
+    }
+  }
+  // Past the largest point: its last two points' slope (seconds per byte).
+  const auto& a = p[p.size() - 2];
+  const auto& b = p.back();
+  const double slope =
+      std::max(0.0, (b.second.seconds() - a.second.seconds()) / std::max(b.first - a.first, 1.0));
+  return seconds_up(b.second.seconds() + slope * (bytes - b.first));
+}
+
+std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
+  std::vector<ShmCurve> curves;
+  if (profile == nullptr) return curves;
+  for (const profile::CommMeasurement& m : profile->communication) {
+    if (m.scope != profile::CommScope::shared_memory || m.points.empty()) continue;
+    ShmCurve c;
+    switch (m.op) {
+      case profile::CommOp::broadcast:
+        c.op = ShmOp::broadcast;
+        break;
+      case profile::CommOp::reduce:
+        c.op = ShmOp::reduce;
+        break;
+      case profile::CommOp::all_reduce:
+        c.op = ShmOp::all_reduce;
+        break;
+      case profile::CommOp::all_gather:
+        c.op = ShmOp::all_gather;
+        break;
+      case profile::CommOp::reduce_scatter:
+        c.op = ShmOp::reduce_scatter;
+        break;
+      case profile::CommOp::sendrecv:
+        c.op = ShmOp::sendrecv;
+        break;
+    }
+    c.ranks = m.ranks;
+    for (const profile::CommPoint& pt : m.points)
+      c.points.emplace_back(static_cast<double>(pt.size.count()), pt.time);
+    std::sort(c.points.begin(), c.points.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta)
+    : curves_(std::move(curves)), alpha_(alpha), beta_(beta > 0.0 ? beta : 1.0) {
+  curves_.erase(std::remove_if(curves_.begin(), curves_.end(),
+                               [](const ShmCurve& c) { return c.points.empty(); }),
+                curves_.end());
+}
+
+const ShmCurve* MpiShmModel::find(ShmOp op, int ranks) const {
+  const ShmCurve* best = nullptr;
+  for (const ShmCurve& c : curves_) {
+    if (c.op != op) continue;
+    if (best == nullptr || std::abs(c.ranks - ranks) < std::abs(best->ranks - ranks)) best = &c;
+  }
+  return best;
+}
+
+bool MpiShmModel::measured(ShmOp op) const {
+  return std::any_of(curves_.begin(), curves_.end(), [&](const ShmCurve& c) { return c.op == op; });
+}
+
+ShmCost MpiShmModel::p2p(double bytes) const {
+  if (const ShmCurve* c = find(ShmOp::sendrecv, 2)) {
+    const SimTime lat = c->points.front().second;
+    const SimTime total = curve_time(*c, bytes);
+    return {lat, total > lat ? total - lat : SimTime()};
+  }
+  return {alpha_, seconds_up(bytes / beta_)};
+}
+
+ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks) const {
+  const ShmOp op = shm_op(kind);
+  const Steps want = ring_steps(op, bytes, ranks);
+  if (const ShmCurve* c = find(op, ranks)) {
+    if (c->ranks == ranks) {
+      const SimTime lat = c->points.front().second;
+      const SimTime total = curve_time(*c, bytes);
+      return {lat, total > lat ? total - lat : SimTime()};
+    }
+    // Another rank count: scale its latency by the step counts and its copy work by the bytes
+    // each member moves in sequence.
+    const Steps have = ring_steps(op, bytes, c->ranks);
+    const double lat = c->points.front().second.seconds();
+    const double work = std::max(0.0, curve_time(*c, bytes).seconds() - lat);
+    const double moved_have = std::max(have.count * have.chunk_bytes, 1.0);
+    return {seconds_up(lat * want.count / have.count),
+            seconds_up(work * want.count * want.chunk_bytes / moved_have)};
+  }
+  return {seconds_up(alpha_.seconds() * want.count),
+          seconds_up(want.count * want.chunk_bytes / beta_)};
+}
+
+}  // namespace tawpipe::sim

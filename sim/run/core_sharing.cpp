@@ -1,0 +1,111 @@
+#include "sim/run/core_sharing.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace tawpipe::sim {
+
+CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done)
+    : engine_(engine),
+      on_done_(std::move(on_done)),
+      on_core_(static_cast<std::size_t>(std::max(cores, 1))) {
+  handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
+}
+
+void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
+                        std::uint64_t token) {
+  assert(!cores.empty());
+  std::uint32_t id = 0;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(jobs_.size());
+    jobs_.emplace_back();
+  }
+  Job& j = jobs_[id];
+  std::vector<int> keep = std::move(j.cores);  // reuse the capacity
+  j = Job{};
+  j.cores = std::move(keep);
+  j.cores.assign(cores.begin(), cores.end());
+  std::sort(j.cores.begin(), j.cores.end());
+  j.cores.erase(std::unique(j.cores.begin(), j.cores.end()), j.cores.end());
+  j.remaining_ps = static_cast<double>(work.picoseconds());
+  j.token = token;
+  j.live = true;
+  if (delay > SimTime()) {
+    engine_.schedule_after(delay, Event{handler_, kDelayDone, id});
+  } else {
+    join(id);
+  }
+}
+
+double CoreSharing::share(const Job& j) const {
+  std::size_t most = 1;
+  for (int c : j.cores)
+    most = std::max(most, on_core_[static_cast<std::size_t>(c)].size());
+  return 1.0 / static_cast<double>(most);
+}
+
+void CoreSharing::join(std::uint32_t id) {
+  Job& j = jobs_[id];
+  j.last = engine_.now();
+  if (j.remaining_ps <= 0.0) {
+    // Nothing to compute: done now (through an event, so callbacks never nest).
+    j.done = engine_.schedule_after(SimTime(), Event{handler_, kWorkDone, id});
+    return;
+  }
+  j.on_cores = true;
+  for (int c : j.cores)
+    on_core_[static_cast<std::size_t>(c)].push_back(id);
+  for (int c : j.cores)
+    rerate(c);
+}
+
+void CoreSharing::leave(std::uint32_t id) {
+  Job& j = jobs_[id];
+  for (int c : j.cores) {
+    auto& v = on_core_[static_cast<std::size_t>(c)];
+    v.erase(std::find(v.begin(), v.end(), id));
+  }
+  j.live = false;
+  j.on_cores = false;
+  for (int c : j.cores)
+    rerate(c);
+}
+
+void CoreSharing::rerate(int core) {
+  const SimTime now = engine_.now();
+  for (std::uint32_t id : on_core_[static_cast<std::size_t>(core)]) {
+    Job& j = jobs_[id];
+    const double rate = share(j);
+    if (j.rate > 0.0) j.remaining_ps -= static_cast<double>((now - j.last).picoseconds()) * j.rate;
+    j.last = now;
+    if (rate == j.rate && engine_.is_pending(j.done)) continue;
+    j.rate = rate;
+    if (engine_.is_pending(j.done)) engine_.cancel(j.done);
+    const double left = std::max(j.remaining_ps, 0.0) / rate;
+    j.done = engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
+                                    Event{handler_, kWorkDone, id});
+  }
+}
+
+void CoreSharing::handle(const Event& e) {
+  const auto id = static_cast<std::uint32_t>(e.data);
+  if (e.kind == kDelayDone) {
+    join(id);
+    return;
+  }
+  Job& j = jobs_[id];
+  const std::uint64_t token = j.token;
+  if (j.on_cores) {
+    leave(id);
+  } else {
+    j.live = false;
+  }
+  free_.push_back(id);
+  on_done_(token);
+}
+
+}  // namespace tawpipe::sim

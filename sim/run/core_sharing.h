@@ -1,0 +1,81 @@
+/// \file
+/// Processor sharing of CPU cores (CPU topologies, host backend): the ranks pinned to one core
+/// (topo::HostCpu) run their compute ops and their shared-memory copies on it at the same time,
+/// and Linux's scheduler gives each runnable thread an equal share of the core.
+///
+/// Model: a job has `work` (its duration alone on idle cores) and runs on one or more cores (a
+/// compute op on its rank's core; a copy or collective on the cores of the ranks that move its
+/// bytes). While n_c jobs use
+/// core c, a job progresses at
+///
+///     rate = min over its cores c of 1 / n_c        (seconds of work per second)
+///
+/// so two compute ops on one core both take twice their work, and an op alone keeps its work.
+/// A job may first wait a `delay` that uses no core (a message's latency). Whenever a core's job
+/// count changes, the jobs on that core are advanced at their old rate and their completion is
+/// rescheduled at the new one (O(jobs on the touched cores) per change).
+///
+/// The shares ignore what a core's other threads do while they sleep (MPI waits yield the core,
+/// exec/host/mpi_ops.h) and the memory bandwidth two cores share; calibration on the same layout
+/// (`tawexec calibrate` under the run's mpirun) folds the latter into the measured rates.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/units.h"
+#include "sim/engine/engine.h"
+
+namespace tawpipe::sim {
+
+/// Shares `cores` cores among jobs; calls back with the job's token when its work is done.
+class CoreSharing {
+ public:
+  using DoneFn = std::function<void(std::uint64_t token)>;
+
+  /// Registers a handler with `engine` (must not be called from inside a handler).
+  CoreSharing(Engine& engine, int cores, DoneFn on_done);
+  CoreSharing(const CoreSharing&) = delete;
+  CoreSharing& operator=(const CoreSharing&) = delete;
+
+  /// Starts a job that waits `delay` (no core used), then needs `work` seconds of the cores in
+  /// `cores` (ids in [0, cores); at least one; a repeated id counts once). Zero work completes
+  /// right after the delay.
+  void start(std::span<const int> cores, SimTime delay, SimTime work, std::uint64_t token);
+
+  /// Jobs currently using core `core` (not counting jobs still in their delay).
+  int load(int core) const {
+    return static_cast<int>(on_core_[static_cast<std::size_t>(core)].size());
+  }
+
+ private:
+  enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1 };
+  struct Job {
+    std::vector<int> cores;     ///< distinct core ids
+    double remaining_ps = 0.0;  ///< work left, in picoseconds of a whole core
+    double rate = 0.0;          ///< current share
+    SimTime last;               ///< when remaining_ps was last advanced
+    std::uint64_t token = 0;
+    EventHandle done;
+    bool live = false;
+    bool on_cores = false;  ///< past its delay, with work: counted in on_core_
+  };
+
+  void handle(const Event& event);
+  void join(std::uint32_t job);
+  void leave(std::uint32_t job);
+  /// Advances and re-rates every job on `core` (after its job count changed).
+  void rerate(int core);
+  double share(const Job& job) const;
+
+  Engine& engine_;
+  DoneFn on_done_;
+  HandlerId handler_ = 0;
+  std::vector<Job> jobs_;
+  std::vector<std::uint32_t> free_;
+  std::vector<std::vector<std::uint32_t>> on_core_;  ///< job ids per core
+};
+
+}  // namespace tawpipe::sim

@@ -1,0 +1,84 @@
+// The executor on CPU topologies (executor_impl.h, topo::HostCpu): compute and copy ops share
+// their rank's core (sim/run/core_sharing.h); sends, receives and collectives take MPI's
+// shared-memory transport time (sim/network/mpi_shm.h), whose copy work shares the cores of the
+// ranks that move the bytes (the receiver's for a message, every member's for a collective).
+#include <algorithm>
+
+#include "sim/run/executor_impl.h"
+
+namespace tawpipe::sim::detail {
+namespace {
+
+constexpr std::uint64_t kP2pToken = 1ull << 62;
+
+}  // namespace
+
+void Executor::init_host_cpu() {
+  const topo::HostCpu& host = *topology_.host_cpu();
+  cores_ = std::make_unique<CoreSharing>(engine_, host.cores_per_host,
+                                         [this](std::uint64_t token) { on_core_done(token); });
+  // Fallback figures: the shared-memory link class (profile figures replace the topology's in
+  // the network model already).
+  SimTime alpha;
+  double beta = 0.0;
+  for (const topo::Link& l : topology_.links()) {
+    if (l.cls != topo::LinkClass::shared_memory) continue;
+    alpha = network_.link_latency(l.id);
+    beta = network_.link_bytes_per_second(l.id);
+    break;
+  }
+  shm_ = std::make_unique<MpiShmModel>(shm_curves(options_.profile), alpha, beta);
+  // The interpreter's and stream threads' cost per op (measured by calibration): added to the
+  // core work of compute ops and to the latency of transfers.
+  if (options_.profile != nullptr && topology_.num_gpus() > 0) {
+    const auto it = options_.profile->devices.find(topology_.device(0).name);
+    if (it != options_.profile->devices.end() && it->second.op_overhead)
+      op_overhead_ = *it->second.op_overhead;
+  }
+}
+
+int Executor::core_of_rank(ir::Rank r) const {
+  const int core = topology_.core_of(program_.header.placement[idx(r)]);
+  return core % topology_.host_cpu()->cores_per_host;
+}
+
+void Executor::start_compute_on_core(std::size_t g, SimTime work) {
+  const int core = core_of_rank(rt_[g].rank);
+  cores_->start(std::span<const int>(&core, 1), SimTime(), work + op_overhead_, g);
+}
+
+void Executor::start_p2p_shm(std::size_t send_g) {
+  const RtOp& op = rt_[send_g];
+  const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
+  const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes));
+  cores_->start(std::span<const int>(&core, 1), cost.latency + op_overhead_, cost.work,
+                kP2pToken | send_g);
+}
+
+void Executor::start_collective_shm(std::uint32_t inst) {
+  const Instance& in = instances_[inst];
+  const std::size_t first = idx(inst_ops_[in.ops_offset]);
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  scratch_cores_.clear();
+  for (ir::Rank m : members)
+    scratch_cores_.push_back(core_of_rank(m));
+  const ShmCost cost =
+      shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
+                       static_cast<int>(members.size()));
+  cores_->start(scratch_cores_, cost.latency + op_overhead_, cost.work, kCollectiveToken | inst);
+}
+
+void Executor::on_core_done(std::uint64_t token) {
+  if ((token & kCollectiveToken) != 0) {
+    complete_collective(static_cast<std::uint32_t>(token & ~kCollectiveToken));
+  } else if ((token & kP2pToken) != 0) {
+    const std::size_t send_g = idx(token & ~kP2pToken);
+    complete_op(send_g);
+    complete_op(idx(rt_[send_g].link));
+  } else {
+    complete_op(idx(token));
+  }
+  drain();
+}
+
+}  // namespace tawpipe::sim::detail

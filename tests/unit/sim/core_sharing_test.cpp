@@ -1,0 +1,98 @@
+// Processor sharing of CPU cores (sim/run/core_sharing.h) and the shared-memory transport curves
+// (sim/network/mpi_shm.h). Each case states the expected times, derived by hand.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "sim/engine/engine.h"
+#include "sim/network/mpi_shm.h"
+#include "sim/run/core_sharing.h"
+
+namespace tawpipe::sim {
+namespace {
+
+SimTime ms(double v) {
+  return SimTime::ps(static_cast<std::int64_t>(v * 1e9));
+}
+
+struct Harness {
+  Engine engine;
+  std::map<std::uint64_t, SimTime> done;
+  CoreSharing cores{engine, 2, [this](std::uint64_t t) { done[t] = engine.now(); }};
+};
+
+TEST(CoreSharing, AloneKeepsItsWork) {
+  Harness h;
+  const int c0 = 0;
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(3), 1);
+  h.engine.run();
+  EXPECT_EQ(h.done[1], ms(3));
+}
+
+TEST(CoreSharing, TwoJobsOnOneCoreTakeTwiceTheirWork) {
+  // Both run at 1/2 of core 0: each finishes at 2 x 1 ms. A job on core 1 is unaffected.
+  Harness h;
+  const int c0 = 0, c1 = 1;
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(1), 1);
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(1), 2);
+  h.cores.start(std::span<const int>(&c1, 1), SimTime(), ms(1), 3);
+  h.engine.run();
+  EXPECT_EQ(h.done[1], ms(2));
+  EXPECT_EQ(h.done[2], ms(2));
+  EXPECT_EQ(h.done[3], ms(1));
+}
+
+TEST(CoreSharing, LateArrivalAfterDelay) {
+  // Job 1 (1 ms) alone until 0.5 ms, when job 2 (1 ms of work, after a 0.5 ms delay) joins:
+  // job 1 has 0.5 ms left at rate 1/2 -> ends at 1.5 ms; job 2 did 0.5 ms by then, finishes the
+  // other 0.5 ms alone -> 2.0 ms.
+  Harness h;
+  const int c0 = 0;
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(1), 1);
+  h.cores.start(std::span<const int>(&c0, 1), ms(0.5), ms(1), 2);
+  h.engine.run();
+  EXPECT_EQ(h.done[1], ms(1.5));
+  EXPECT_EQ(h.done[2], ms(2));
+}
+
+TEST(CoreSharing, TwoCoreJobTakesItsSmallestShare) {
+  // A copy on cores {0, 1} (2 ms) beside a compute job on core 0 (1 ms): both at 1/2 until the
+  // compute ends at 2 ms (1 ms done each); the copy's last 1 ms runs alone -> 3 ms.
+  Harness h;
+  const int c0 = 0;
+  const std::vector<int> both = {0, 1};
+  h.cores.start(both, SimTime(), ms(2), 1);
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(1), 2);
+  h.engine.run();
+  EXPECT_EQ(h.done[2], ms(2));
+  EXPECT_EQ(h.done[1], ms(3));
+}
+
+TEST(MpiShm, CurveInterpolatesInLogSizeAndExtrapolatesAtTheLastSlope) {
+  ShmCurve c;
+  c.op = ShmOp::sendrecv;
+  c.points = {{8.0, ms(0.01)}, {1024.0, ms(0.02)}, {1048576.0, ms(1.0)}};
+  EXPECT_EQ(curve_time(c, 4.0), ms(0.01));  // below the first point: its time
+  // 32 bytes: log-way 2/7 from 8 to 1024 -> 0.01 + 2/7 * 0.01 ms.
+  EXPECT_NEAR(curve_time(c, 32.0).seconds(), (0.01 + 2.0 / 7.0 * 0.01) * 1e-3, 1e-12);
+  // 2 MiB: past the last point at (1 - 0.02) ms per (1 MiB - 1 KiB).
+  const double slope = (1.0 - 0.02) * 1e-3 / (1048576.0 - 1024.0);
+  EXPECT_NEAR(curve_time(c, 2097152.0).seconds(), 1e-3 + slope * 1048576.0, 1e-12);
+}
+
+TEST(MpiShm, CostSplitsLatencyAndCopyWork) {
+  ShmCurve c;
+  c.op = ShmOp::sendrecv;
+  c.points = {{8.0, ms(0.01)}, {1048576.0, ms(0.5)}};
+  const MpiShmModel m({c}, SimTime(), 1e9);
+  const ShmCost cost = m.p2p(1048576.0);
+  EXPECT_EQ(cost.latency, ms(0.01));
+  EXPECT_EQ(cost.work, ms(0.49));
+  // No all-gather curve: ring fallback, 3 steps of b/4 at 1 GB/s on 4 ranks, 3 latencies of 0.
+  const ShmCost ag = m.collective(ir::CollectiveKind::all_gather, 4e6, 4);
+  EXPECT_EQ(ag.work, ms(3.0));
+}
+
+}  // namespace
+}  // namespace tawpipe::sim
