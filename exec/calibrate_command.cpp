@@ -1,12 +1,15 @@
 // `tawexec calibrate`: the command line around exec/host/calibrate.h.
+#include <cstdlib>
 #include <string>
 
 #include <fmt/core.h>
 #include <mpi.h>
 
+#include "common/topology/loader.h"
 #include "exec/calibrate_flags.h"
 #include "exec/cli_support.h"
 #include "exec/host/calibrate.h"
+#include "exec/host/pin.h"
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
 #include "exec/cuda/cuda_run.h"
 #endif
@@ -32,6 +35,14 @@ int calibrate_main(int argc, char** argv) {
   auto kind = cli::calibrate_device_kind(flags.topology);
   if (!kind.ok()) return kCalibrate.usage_error(kind.error().to_string());
   o.device_kind = *kind;
+  if (auto path = topo::resolve_topology(flags.topology); path.ok()) {
+    if (auto t = topo::load_topology_file(*path); t.ok()) o.host = t->host_cpu();
+  }
+  if (o.host && std::getenv("TAWPIPE_NO_PIN") == nullptr) {
+    // Pinned as `tawexec` pins a run on this topology (rank r on GPU r).
+    auto core = pin_to_core(*o.host, cli::world_rank());
+    if (!core.ok()) kCalibrate.say(core.error().message);
+  }
   o.model = flags.model;
   o.seq_len = flags.seq_len;
   o.seconds_per_figure = *flags.seconds_per_figure;

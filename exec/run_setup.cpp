@@ -30,6 +30,7 @@ Expected<PreparedRun> prepare_run(const ProgramOptions& o) {
     if (!w.ok()) return w.error();
     run.model = std::move(w->model);
     run.train = w->train;
+    run.host_cpu = w->topology.host_cpu();
     if (run.model.layers != run.program.header.layers) {
       return make_error(o.ir_file + ": the program has " +
                         std::to_string(run.program.header.layers) + " layers, model '" +
@@ -49,6 +50,7 @@ Expected<PreparedRun> prepare_run(const ProgramOptions& o) {
     run.program = std::move(*program);
     run.model = std::move(w->model);
     run.train = w->train;
+    run.host_cpu = w->topology.host_cpu();
   }
 
   ir::VerifyOptions vo;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "common/ir/program.h"
 #include "common/model/model.h"
 #include "common/model/train_config.h"
+#include "common/topology/topology.h"
 #include "schedules/workload.h"
 
 namespace tawpipe::exec {
@@ -31,6 +33,8 @@ struct PreparedRun {
   ir::Program program;
   model::ModelConfig model;
   model::TrainConfig train;  ///< optimizer and seed used by the backend and the reference
+  /// The topology's `host:` section (CPU topologies): where the host backend pins each rank.
+  std::optional<topo::HostCpu> host_cpu;
 };
 
 /// Generates (defaults: seq_len 64, 2 micro-batches per worker, compute dtype fp32 so IR bytes

@@ -24,6 +24,7 @@
 #include "exec/host/calibrate.h"
 #include "exec/host/collect.h"
 #include "exec/host/host_backend.h"
+#include "exec/host/pin.h"
 #include "exec/interpreter.h"
 #include "exec/math/gemm.h"
 #include "exec/measure.h"
@@ -128,6 +129,12 @@ int run(const Options& o) {
   }
 
   exec::math::use_single_blas_thread();
+  if (prepared->host_cpu && std::getenv("TAWPIPE_NO_PIN") == nullptr) {
+    // Before the backend's stream threads exist: they inherit the core.
+    const auto gpu = program.header.placement[static_cast<std::size_t>(rank)];
+    auto core = exec::host::pin_to_core(*prepared->host_cpu, gpu);
+    if (!core.ok()) kTawexec.say("rank " + std::to_string(rank) + ": " + core.error().message);
+  }
   exec::host::HostOptions ho;
   ho.model = prepared->model;
   ho.optimizer = prepared->train.optimizer;
@@ -260,6 +267,9 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   int provided = 0;
+  // Blocking MPI calls of the host backend's stream threads poll; make every poll yield the
+  // core to the compute threads sharing it (exec/host/mpi_ops.h). An explicit setting wins.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   // Library errors come back as values; MPI errors too (no MPI_ERRORS_ARE_FATAL surprises).
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

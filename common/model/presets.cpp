@@ -91,6 +91,10 @@ Registry<ModelFactory> build_registry() {
   add("tiny", "CPU test model: 4 layers, H 64, 4 heads, vocab 256, SwiGLU, RoPE, tied",
       "tawpipe test fixture (host backend correctness runs); LLaMA-style like the paper family",
       [] { return llama("tiny", 4, 64, 0, 4, 0, 256, true, 256); });
+  add("cpu-h256", "CPU validation model: 16 layers, H 256, 4 heads, vocab 256, SwiGLU, RoPE, tied",
+      "scripts/validate-host workload (issue 13): one layer's forward at seq 256 is ~0.5 GFLOP, "
+      "milliseconds on one core; 4 layers per rank on 4 ranks",
+      [] { return llama("cpu-h256", 16, 256, 0, 4, 0, 256, true, 512); });
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/model/presets.h"
+#include "exec/host/calibrate_comm.h"
 #include "exec/host/mpi_util.h"
 #include "exec/math/attention.h"
 #include "exec/math/gemm.h"
@@ -52,25 +53,42 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
   const double budget = o.seconds_per_figure;
 
+  // Compute figures: measured on rank 0 alone, while the other ranks wait without spinning, so
+  // that a rank sharing its core (ranks_per_core > 1) does not halve them: the simulator shares
+  // the core itself (sim/run/core_sharing.h).
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
-  {  // GEMMs of one layer's forward: QKV/O (T x H x H) and the MLP (T x H x F, T x F x H).
-    std::vector<float> a(T * F, 0.5f), b(F * std::max(H, F), 0.25f), c(T * std::max(H, F));
-    const double s = time_per_call(
-        [&] {
-          for (int i = 0; i < 4; ++i)
-            math::gemm(false, false, T, H, H, 1.0f, a.data(), H, b.data(), H, 0.0f, c.data(), H);
-          for (int i = 0; i < 2; ++i)
-            math::gemm(false, false, T, F, H, 1.0f, a.data(), H, b.data(), F, 0.0f, c.data(), F);
-          math::gemm(false, false, T, H, F, 1.0f, a.data(), F, b.data(), H, 0.0f, c.data(), H);
-        },
-        budget);
-    const double h = static_cast<double>(H), f = static_cast<double>(F);
-    const double flops = 2.0 * static_cast<double>(T) * (4.0 * h * h + 3.0 * h * f);
-    dev.kernels[model::KernelClass::gemm] = {
-        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / s))};
+  if (rank == 0) {
+    // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
+    // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
+    struct Shape {
+      std::size_t m, n, k;
+      bool trans_a;
+    };
+    const std::vector<Shape> shapes = {{T, H, H, false}, {T, F, H, false}, {T, H, F, false},
+                                       {H, H, T, true},  {H, F, T, true},  {F, H, T, true}};
+    const std::size_t big = std::max({T, H, F});
+    std::vector<float> a(big * big, 0.5f), b(big * big, 0.25f), c(big * big);
+    auto& points = dev.kernels[model::KernelClass::gemm];
+    for (const Shape& sh : shapes) {
+      const std::size_t lda = sh.trans_a ? sh.m : sh.k;
+      const double s = time_per_call(
+          [&] {
+            math::gemm(sh.trans_a, false, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b.data(), sh.n,
+                       0.0f, c.data(), sh.n);
+          },
+          budget / 3);
+      profile::KernelPoint pt;
+      pt.m = static_cast<std::int64_t>(sh.m);
+      pt.n = static_cast<std::int64_t>(sh.n);
+      pt.k = static_cast<std::int64_t>(sh.k);
+      pt.rate =
+          FlopRate::flops_per_second(2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) *
+                                     static_cast<double>(sh.k) / s);
+      points.push_back(pt);
+    }
   }
-  {  // Attention forward and backward.
+  if (rank == 0) {  // Attention forward and backward at the block's shape.
     std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), out(T * H), dq(T * H),
         dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
     const double seq = static_cast<double>(d.seq_len);
@@ -84,23 +102,48 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
                                    dq.data(), dk.data(), dv.data());
         },
         budget);
-    dev.kernels[model::KernelClass::attention_fwd] = {
-        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(flops / fwd))};
-    dev.kernels[model::KernelClass::attention_bwd] = {
-        profile::KernelPoint::flat_rate(FlopRate::flops_per_second(2.5 * flops / bwd))};
+    auto point = [&](double rate) {
+      profile::KernelPoint pt;
+      pt.batch = 1;
+      pt.heads = static_cast<std::int64_t>(d.heads);
+      pt.seq = static_cast<std::int64_t>(d.seq_len);
+      pt.head_dim = static_cast<std::int64_t>(H / d.heads);
+      pt.causal = true;
+      pt.rate = FlopRate::flops_per_second(rate);
+      return pt;
+    };
+    dev.kernels[model::KernelClass::attention_fwd] = {point(flops / fwd)};
+    dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / bwd)};
   }
-  {  // Element-wise: RMSNorm (read x, write y) and SwiGLU (read 2, write 1) over 4M scalars.
-    const std::size_t n = std::size_t{1} << 22, rows = n / H;
-    std::vector<float> x(n, 0.5f), y(n, 0.0f), z(n), g(H, 1.0f), r(rows);
-    const double s = time_per_call(
+  if (rank == 0) {
+    // Memory-bound classes over the activations of one micro-batch (T x H floats, and T x F for
+    // the activation): RMSNorm reads x and writes y; SwiGLU reads 2 and writes 1; a residual
+    // add reads 2 and writes 1; a copy reads and writes. Classes not measured here get the
+    // element-wise figure (set_flat_memory_bound).
+    const std::size_t n = T * std::max(H, F);
+    std::vector<float> x(n, 0.5f), y(n, 0.0f), z(n), g(H, 1.0f), r(T);
+    const double norm = time_per_call(
+        [&] { math::rmsnorm_forward(x.data(), g.data(), T, H, 1e-5f, y.data(), r.data()); },
+        budget / 2);
+    const double act = time_per_call(
+        [&] { math::swiglu_forward(x.data(), y.data(), T * F, z.data()); }, budget / 2);
+    const double add = time_per_call(
         [&] {
-          math::rmsnorm_forward(x.data(), g.data(), rows, H, 1e-5f, y.data(), r.data());
-          math::swiglu_forward(x.data(), y.data(), n, z.data());
+          for (std::size_t i = 0; i < T * H; ++i)
+            z[i] = x[i] + y[i];
         },
-        budget);
-    profile::set_flat_memory_bound(
-        dev, Bandwidth::bytes_per_second(5.0 * 4.0 * static_cast<double>(n) / s));
-    const double copy = time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget);
+        budget / 2);
+    const double copy = time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget / 2);
+    const double th = 4.0 * static_cast<double>(T * H), tf = 4.0 * static_cast<double>(T * F);
+    profile::set_flat_memory_bound(dev, Bandwidth::bytes_per_second(2.0 * th / norm));
+    auto flat = [&](double bytes_per_second) {
+      return std::vector<profile::KernelPoint>{
+          profile::KernelPoint::flat_bandwidth(Bandwidth::bytes_per_second(bytes_per_second))};
+    };
+    dev.kernels[model::KernelClass::norm] = flat(2.0 * th / norm);
+    dev.kernels[model::KernelClass::activation] = flat(3.0 * tf / act);
+    dev.kernels[model::KernelClass::residual] = flat(3.0 * th / add);
+    dev.kernels[model::KernelClass::copy] = flat(2.0 * 4.0 * static_cast<double>(n) / copy);
     dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * 4.0 * static_cast<double>(n) / copy);
     std::vector<float> one(H, 1.0f), out(H);
     float inv = 0.0f;
@@ -108,53 +151,31 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
         [&] { math::rmsnorm_forward(one.data(), g.data(), 1, H, 1e-5f, out.data(), &inv); },
         budget / 4);
     dev.launch_overhead = SimTime::from_seconds(tiny);
+    auto overhead = measure_op_overhead(budget);
+    if (!overhead.ok()) return overhead.error();
+    dev.op_overhead = *overhead;
   }
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
 
+  auto comm = measure_communication(budget / 4);
+  if (!comm.ok()) return comm.error();
   profile::LinkProfile link;
-  if (world >= 2) {
-    // Ping-pong between ranks 0 and 1; other ranks wait at the barrier.
-    auto pingpong = [&](std::size_t bytes, int reps) -> Expected<double> {
-      std::vector<char> buf(std::max<std::size_t>(bytes, 1));
-      TAWPIPE_MPI(MPI_Barrier(MPI_COMM_WORLD));
-      const auto t0 = Clock::now();
-      for (int i = 0; i < reps && rank < 2; ++i) {
-        if (rank == 0) {
-          TAWPIPE_MPI(
-              MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, 1, 1, MPI_COMM_WORLD));
-          TAWPIPE_MPI(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, 1, 1, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-        } else {
-          TAWPIPE_MPI(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, 0, 1, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-          TAWPIPE_MPI(
-              MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, 0, 1, MPI_COMM_WORLD));
-        }
-      }
-      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      TAWPIPE_MPI(MPI_Barrier(MPI_COMM_WORLD));
-      return s / (2.0 * reps);  // one way
-    };
-    auto lat = pingpong(8, 2000);
-    if (!lat.ok()) return lat.error();
-    const std::size_t big = std::size_t{4} << 20;
-    auto one_way = pingpong(big, 20);
-    if (!one_way.ok()) return one_way.error();
-    link.latency = SimTime::from_seconds(*lat);
-    link.bandwidth =
-        Bandwidth::bytes_per_second(static_cast<double>(big) / std::max(*one_way - *lat, 1e-9));
-    // All-reduce bus bandwidth (nccl-tests convention: 2 (P-1)/P * bytes / time).
-    std::vector<float> in(big / 4, 1.0f), out(big / 4);
-    TAWPIPE_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    const auto t0 = Clock::now();
-    const int reps = 10;
-    for (int i = 0; i < reps; ++i) {
-      TAWPIPE_MPI(MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT,
-                                MPI_SUM, MPI_COMM_WORLD));
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
-    if (extras) {
-      extras->allreduce_bus_bandwidth =
-          2.0 * (world - 1) / static_cast<double>(world) * static_cast<double>(big) / s;
+  for (const profile::CommMeasurement& m : *comm) {
+    if (m.op != profile::CommOp::sendrecv || m.points.size() < 2) continue;
+    // Latency: the smallest message; bandwidth: the largest message's bytes over its time less
+    // the latency (the shared-memory link figures of v1 readers and of the network model).
+    const auto& lo = m.points.front();
+    const auto& hi = m.points.back();
+    link.latency = lo.time;
+    link.bandwidth = Bandwidth::bytes_per_second(static_cast<double>(hi.size.count()) /
+                                                 std::max((hi.time - lo.time).seconds(), 1e-9));
+  }
+  for (const profile::CommMeasurement& m : *comm) {
+    if (m.op != profile::CommOp::all_reduce || m.ranks != world || !extras) continue;
+    for (const profile::CommPoint& pt : m.points) {
+      if (pt.size.count() != (std::uint64_t{4} << 20)) continue;
+      extras->allreduce_bus_bandwidth = 2.0 * (world - 1) / static_cast<double>(world) *
+                                        static_cast<double>(pt.size.count()) / pt.time.seconds();
     }
   }
   if (extras) extras->ranks = world;
@@ -162,7 +183,15 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   if (rank != 0) return p;
   p.producer =
       "tawexec calibrate " TAWPIPE_VERSION " (host backend, " + std::to_string(world) + " ranks)";
+  p.backend = profile::Backend::host;
   p.devices[o.device_kind] = dev;
+  p.communication = std::move(*comm);
+  if (o.host) {
+    profile::HostProfile hp;
+    hp.cores_per_host = o.host->cores_per_host;
+    hp.ranks_per_core = o.host->ranks_per_core;
+    p.host = hp;
+  }
   if (world >= 2) {
     // Between local ranks MPI moves bytes through shared memory; the CPU topologies' logical
     // NIC is the same path, so both link classes get the same figures.

@@ -2,17 +2,22 @@
 /// `tawexec calibrate --backend host`: micro-benchmarks of this machine as the host backend uses
 /// it, turned into a calibration profile (common/profile/profile.h) for `tawsim --profile`.
 ///
-/// Measured: GEMM FLOP/s at the block's shapes (the tiny preset's by default), attention forward
-/// and backward FLOP/s (counted as common/model/cost.h counts them: causal, 2*B*S^2*H forward,
-/// 2.5x backward), element-wise bytes/s (RMSNorm and SwiGLU), streaming-copy bandwidth, the cost
-/// of a near-empty op (launch overhead), and, with 2 or more MPI ranks, point-to-point latency
-/// and bandwidth between ranks 0 and 1 (ping-pong) plus all-reduce bus bandwidth over all ranks.
+/// Measured (compute on rank 0 alone, the other ranks sleeping): GEMM FLOP/s at each GEMM shape
+/// of the block (forward and weight-gradient shapes of the model at --seq-len), attention
+/// forward and backward FLOP/s at the block's shape (counted as common/model/cost.h counts them:
+/// causal, 2*S^2*H forward, 2.5x backward), the bandwidth of norm, activation, residual and copy
+/// kernels (other memory-bound classes get the norm figure), the cost of a near-empty kernel
+/// call (launch_overhead) and of one IR op through the interpreter (op_overhead); with 2 or more
+/// ranks, the communication curves of calibrate_comm.h (scope shared_memory) and the
+/// shared-memory link latency and bandwidth derived from the sendrecv curve.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/error.h"
 #include "common/profile/profile.h"
+#include "common/topology/topology.h"
 
 namespace tawpipe::exec::host {
 
@@ -21,6 +26,9 @@ struct CalibrateOptions {
   std::string model = "tiny";            ///< block shapes to measure GEMMs at
   std::int64_t seq_len = 64;
   double seconds_per_figure = 0.2;  ///< measuring time per figure
+  /// The topology's `host:` section: ranks are pinned as a run pins them, and the profile
+  /// records it.
+  std::optional<topo::HostCpu> host;
 };
 
 /// Extra figures that the profile schema has no field for (printed by the CLI).
@@ -29,8 +37,8 @@ struct CalibrateExtras {
   int ranks = 1;
 };
 
-/// Runs the benchmarks (collective over MPI_COMM_WORLD). Every rank measures; rank 0's figures
-/// are returned (others get an empty profile).
+/// Runs the benchmarks (collective over MPI_COMM_WORLD); rank 0's profile is returned (others
+/// get an empty profile).
 Expected<profile::Profile> calibrate_host(const CalibrateOptions& options, CalibrateExtras* extras);
 
 /// The `tawexec calibrate` command line (argv[0] is "calibrate"); MPI is initialised and is

@@ -123,7 +123,8 @@ struct HostBackend::Impl {
   }
 
   Status run_batch(std::span<const ir::OpIndex> batch, std::vector<Completion>& out, double& loss);
-  Status post_comm(ir::OpIndex index, PostedOp& posted);
+  /// Posts a communication op; a collective with `blocking` runs to completion instead.
+  Status post_comm(ir::OpIndex index, PostedOp& posted, bool blocking);
   Status prepare_comms(const ir::Program& program);
 };
 
@@ -135,7 +136,7 @@ std::string at_op(ir::Rank rank, ir::OpIndex index, const Error& e) {
 
 }  // namespace
 
-Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
+Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted, bool blocking) {
   const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
   const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
   const auto c = static_cast<std::size_t>(op.comm);
@@ -162,7 +163,7 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
   args.size = static_cast<int>(program->communicators[c].members.size());
   if (op.peer != ir::kNone) args.root = comm_rank[c][static_cast<std::size_t>(op.peer)];
   args.comm = coll_comms[c][op.stream].get();
-  return post_collective(args, posted);
+  return blocking ? run_collective(args) : post_collective(args, posted);
 }
 
 Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
@@ -196,11 +197,19 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
         out.push_back({index, start, clock_now()});
         break;
       }
+      case ir::OpKind::collective:
+        if (batch.size() == 1) {  // alone: MPI's blocking collective (mpi_ops.h)
+          PostedOp unused;
+          Status s = post_comm(index, unused, true);
+          if (!s.ok()) return fail(s.error());
+          out.push_back({index, start, clock_now()});
+          break;
+        }
+        [[fallthrough]];
       case ir::OpKind::send:
-      case ir::OpKind::recv:
-      case ir::OpKind::collective: {
+      case ir::OpKind::recv: {
         posted.emplace_back();
-        Status s = post_comm(index, posted.back());
+        Status s = post_comm(index, posted.back(), false);
         if (!s.ok()) return fail(s.error());
         posted_op.push_back(index);
         posted_at.push_back(start);
@@ -329,9 +338,10 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
       samples += op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward;
     }
   }
-  if (samples == 0) return make_error("host backend: the program embeds no micro-batch");
-  m.ctx.grad_scale = static_cast<float>(
-      1.0 / (static_cast<double>(samples) * static_cast<double>(dims->tokens())));
+  // A program without any (calibration's op-overhead chain) computes no gradient: scale 1.
+  m.ctx.grad_scale = samples == 0 ? 1.0f
+                                  : static_cast<float>(1.0 / (static_cast<double>(samples) *
+                                                              static_cast<double>(dims->tokens())));
 
   TAWPIPE_TRY(m.prepare_comms(program));
 

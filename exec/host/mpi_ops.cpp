@@ -58,6 +58,46 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
   return make_error("unknown collective kind");
 }
 
+Status run_collective(const CollectiveArgs& a) {
+  const bool in_place = a.send == a.recv;
+  const int count = to_int(a.bytes / 4);  // floats
+  switch (a.kind) {
+    case ir::CollectiveKind::broadcast:
+      if (a.root == a.me && !in_place) std::memcpy(a.recv, a.send, a.bytes);
+      TAWPIPE_MPI(MPI_Bcast(a.recv, to_int(a.bytes), MPI_BYTE, a.root, a.comm));
+      return Status::success();
+    case ir::CollectiveKind::reduce: {
+      const void* sbuf = (a.root == a.me && in_place) ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Reduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.root, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_reduce: {
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Allreduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_gather: {
+      const int piece = count / a.size;
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Allgather(sbuf, piece, MPI_FLOAT, a.recv, piece, MPI_FLOAT, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::reduce_scatter: {
+      const int piece = count / a.size;
+      if (in_place) {
+        std::vector<float> staging(static_cast<std::size_t>(piece));
+        TAWPIPE_MPI(
+            MPI_Reduce_scatter_block(a.send, staging.data(), piece, MPI_FLOAT, MPI_SUM, a.comm));
+        std::copy(staging.begin(), staging.end(), a.recv);
+      } else {
+        TAWPIPE_MPI(MPI_Reduce_scatter_block(a.send, a.recv, piece, MPI_FLOAT, MPI_SUM, a.comm));
+      }
+      return Status::success();
+    }
+  }
+  return make_error("unknown collective kind");
+}
+
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out) {
   if (is_send) {

@@ -59,6 +59,14 @@ struct CollectiveArgs {
 /// Posts one collective. Errors: MPI's, with the call named.
 Status post_collective(const CollectiveArgs& args, PostedOp& out);
 
+/// Runs one collective with MPI's blocking call (MPI_Bcast, MPI_Reduce, MPI_Allreduce,
+/// MPI_Allgather, MPI_Reduce_scatter_block), same buffers and in-place rules as post_collective.
+/// What the stream threads use: Open MPI's blocking collectives (coll/tuned) advance every round
+/// as soon as its data arrives, where a non-blocking one (libnbc) advances a round per test. The
+/// wait inside MPI polls, but yields the core on every poll (tawexec sets Open MPI's
+/// mpi_yield_when_idle), so a core's compute thread keeps it.
+Status run_collective(const CollectiveArgs& args);
+
 /// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`.
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out);

@@ -1,0 +1,205 @@
+#include "exec/host/calibrate_comm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "common/ir/builder.h"
+#include "common/model/presets.h"
+#include "exec/host/host_backend.h"
+#include "exec/host/mpi_ops.h"
+#include "exec/host/mpi_util.h"
+#include "exec/interpreter.h"
+
+namespace tawpipe::exec::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Sizes of the curves: 4 KiB to 16 MiB by x4 (the transfers of the validation workloads lie
+/// inside: 64 KiB activations to ~13 MiB weight blocks), plus 8 bytes for the latency.
+const std::vector<std::uint64_t> kSizes = {8,      4096,    16384,   65536,
+                                           262144, 1 << 20, 4 << 20, 16 << 20};
+
+Status wait_one(PostedOp& op) {
+  return wait_all(
+      std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr);
+}
+
+/// Repetitions for a point whose first call took `first` seconds (same on every rank: the
+/// slowest rank's figure decides).
+Expected<int> reps_for(double first, double budget, MPI_Comm comm) {
+  double worst = 0.0;
+  TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return std::clamp(static_cast<int>(budget / std::max(worst, 1e-7)), 3, 200);
+}
+
+Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
+                                 double budget) {
+  int me = 0, size = 1;
+  TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
+  TAWPIPE_MPI(MPI_Comm_size(comm, &size));
+  // Whole-buffer bytes, a multiple of 4 * size (floats split evenly over the ranks).
+  const std::uint64_t unit = 4 * static_cast<std::uint64_t>(size);
+  bytes = std::max(unit, bytes / unit * unit);
+  std::vector<float> send(bytes / 4, 1.0f), recv(bytes / 4, 0.0f);
+  auto once = [&]() -> Status {
+    CollectiveArgs a;
+    a.kind = kind;
+    a.send = send.data();
+    a.recv = recv.data();
+    a.bytes = bytes;
+    a.me = me;
+    a.size = size;
+    a.root = 0;
+    a.comm = comm;
+    return run_collective(a);  // as the stream threads run a collective
+  };
+  TAWPIPE_TRY(quiet_barrier(comm));
+  auto t0 = Clock::now();
+  TAWPIPE_TRY(once());
+  auto reps = reps_for(std::chrono::duration<double>(Clock::now() - t0).count(), budget, comm);
+  if (!reps.ok()) return reps.error();
+  TAWPIPE_TRY(quiet_barrier(comm));
+  t0 = Clock::now();
+  for (int i = 0; i < *reps; ++i)
+    TAWPIPE_TRY(once());
+  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / *reps, worst = 0.0;
+  TAWPIPE_MPI(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return worst;
+}
+
+/// One-way time between ranks 0 and 1 of `comm` (half a ping-pong).
+Expected<double> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget) {
+  int me = 0;
+  TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
+  std::vector<char> buf(std::max<std::uint64_t>(bytes, 1));
+  auto round_trip = [&]() -> Status {
+    for (int leg = 0; leg < 2; ++leg) {
+      PostedOp op;
+      const bool send = (leg == 0) == (me == 0);
+      TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op));
+      TAWPIPE_TRY(wait_one(op));
+    }
+    return Status::success();
+  };
+  TAWPIPE_TRY(quiet_barrier(comm));
+  auto t0 = Clock::now();
+  TAWPIPE_TRY(round_trip());
+  auto reps = reps_for(std::chrono::duration<double>(Clock::now() - t0).count(), budget, comm);
+  if (!reps.ok()) return reps.error();
+  TAWPIPE_TRY(quiet_barrier(comm));
+  t0 = Clock::now();
+  for (int i = 0; i < *reps; ++i)
+    TAWPIPE_TRY(round_trip());
+  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / (2.0 * *reps);
+  double worst = 0.0;
+  TAWPIPE_MPI(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return worst;
+}
+
+}  // namespace
+
+Status quiet_barrier(MPI_Comm comm) {
+  PostedOp op;
+  TAWPIPE_MPI(MPI_Ibarrier(comm, &op.request));
+  return wait_one(op);
+}
+
+Expected<std::vector<profile::CommMeasurement>> measure_communication(double budget) {
+  int rank = 0, world = 1;
+  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  std::vector<profile::CommMeasurement> out;
+  if (world < 2) return out;
+  std::vector<int> counts = {2};
+  if (world > 2) counts.push_back(world);
+  const std::vector<std::pair<profile::CommOp, ir::CollectiveKind>> ops = {
+      {profile::CommOp::broadcast, ir::CollectiveKind::broadcast},
+      {profile::CommOp::reduce, ir::CollectiveKind::reduce},
+      {profile::CommOp::all_reduce, ir::CollectiveKind::all_reduce},
+      {profile::CommOp::all_gather, ir::CollectiveKind::all_gather},
+      {profile::CommOp::reduce_scatter, ir::CollectiveKind::reduce_scatter}};
+  for (int n : counts) {
+    MPI_Comm sub = MPI_COMM_NULL;
+    TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &sub));
+    MpiComm owner(sub);
+    auto measure = [&](profile::CommOp op, auto&& time_at) -> Status {
+      profile::CommMeasurement m;
+      m.op = op;
+      m.scope = profile::CommScope::shared_memory;
+      m.ranks = n;
+      for (std::uint64_t bytes : kSizes) {
+        double s = 0.0;
+        if (rank < n) {
+          auto t = time_at(bytes);
+          if (!t.ok()) return t.error();
+          s = *t;
+        }
+        m.points.push_back({Bytes(bytes), SimTime::from_seconds(s)});
+      }
+      out.push_back(std::move(m));
+      return Status::success();
+    };
+    if (n == 2) {
+      TAWPIPE_TRY(measure(profile::CommOp::sendrecv,
+                          [&](std::uint64_t b) { return time_sendrecv(b, sub, budget); }));
+    }
+    for (const auto& [op, kind] : ops) {
+      TAWPIPE_TRY(measure(op, [&, k = kind](std::uint64_t b) {
+        return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget);
+      }));
+    }
+    TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  }
+  // Every rank returns rank 0's figures (ranks outside a sub-communicator measured nothing).
+  for (auto& m : out) {
+    std::vector<double> s;
+    for (const auto& p : m.points)
+      s.push_back(p.time.seconds());
+    TAWPIPE_MPI(MPI_Bcast(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    for (std::size_t i = 0; i < s.size(); ++i)
+      m.points[i].time = SimTime::from_seconds(s[i]);
+    // The profile schema rejects times over a second (a sign of a broken run); a point that slow
+    // means a badly loaded machine: keep the smaller sizes, the model extrapolates past them.
+    std::erase_if(m.points, [](const profile::CommPoint& p) { return p.time.seconds() >= 1.0; });
+  }
+  std::erase_if(out, [](const profile::CommMeasurement& m) { return m.points.size() < 2; });
+  return out;
+}
+
+Expected<SimTime> measure_op_overhead(double seconds) {
+  // A one-rank program: a chain of tiny copies on the compute stream, each waiting for the
+  // previous; its iteration time / ops is what the interpreter and backend add per op.
+  constexpr int kOps = 200;
+  ir::Header h;
+  h.schedule = "calibrate-op-overhead";
+  h.dtype = "fp32";
+  h.seq_len = 1;
+  h.micro_batch_size = 1;
+  h.placement = {0};
+  ir::ProgramBuilder b(h, 1);
+  const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
+  const ir::BufferId y = b.buffer(0, "y", Bytes(4), ir::BufferRole::activation, true);
+  for (int i = 0; i < kOps; ++i)
+    b.copy(0, 0, i % 2 == 0 ? x : y, i % 2 == 0 ? y : x, Bytes(4));
+  const ir::Program program = std::move(b).finish();
+  auto tiny = model::preset("tiny");
+  if (!tiny.ok()) return tiny.error();
+  HostOptions o;
+  o.model = *tiny;
+  HostBackend backend(o);
+  TAWPIPE_TRY(backend.prepare(program, 0));
+  Interpreter interpreter(program, 0, backend);
+  std::vector<double> per_op;
+  const auto stop = Clock::now() + std::chrono::duration<double>(seconds);
+  for (std::int64_t step = 0; step < 3 || Clock::now() < stop; ++step) {
+    auto rec = interpreter.run_iteration(step);
+    if (!rec.ok()) return rec.error();
+    if (step > 0) per_op.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9 / kOps);
+  }
+  std::sort(per_op.begin(), per_op.end());
+  return SimTime::from_seconds(per_op[per_op.size() / 2]);
+}
+
+}  // namespace tawpipe::exec::host

@@ -1,0 +1,34 @@
+/// \file
+/// The communication and per-op parts of `tawexec calibrate --backend host`, measured through the
+/// backend's own code paths so that the profile describes what a run does:
+///  - sendrecv: one-way time of a message between ranks 0 and 1 by size (half a ping-pong, posted
+///    and waited for by exec/host/mpi_ops.h as the stream threads do);
+///  - broadcast, reduce, all_reduce, all_gather, reduce_scatter: time by size on the first 2
+///    ranks and on all ranks (when more than 2), each call posted and waited for by mpi_ops.h on
+///    a communicator of those ranks; the time of a point is the slowest rank's mean;
+///  - op_overhead: the host backend's cost per IR op (interpreter issue, stream-thread hand-off,
+///    completion), from a chain of 4-byte copies run by the interpreter.
+/// Ranks that do not take part wait without spinning (MPI_Ibarrier + the yielding wait), so they
+/// leave their cores to the ranks that measure.
+#pragma once
+
+#include <vector>
+
+#include <mpi.h>
+#include "common/error.h"
+
+#include "common/profile/profile.h"
+
+namespace tawpipe::exec::host {
+
+/// Collective over MPI_COMM_WORLD; every rank gets the same curves. `seconds_per_point` bounds
+/// the repetitions of each point. Errors: MPI's.
+Expected<std::vector<profile::CommMeasurement>> measure_communication(double seconds_per_point);
+
+/// The per-op overhead of the interpreter and host backend on this rank (not collective).
+Expected<SimTime> measure_op_overhead(double seconds);
+
+/// A barrier that sleeps instead of spinning (MPI_Ibarrier, then mpi_ops.h's wait).
+Status quiet_barrier(MPI_Comm comm);
+
+}  // namespace tawpipe::exec::host
