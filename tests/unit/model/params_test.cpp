@@ -28,7 +28,7 @@ TEST(Presets, AllValidateAndCarryTextAndReference) {
     EXPECT_FALSE(entry.reference.empty()) << entry.name;
     EXPECT_EQ(cfg.reference, entry.reference);
   }
-  EXPECT_EQ(model_registry().names().size(), 11u);
+  EXPECT_EQ(model_registry().names().size(), 12u);  // ... + cpu-h256 (scripts/validate-host)
 }
 
 // Published totals. Each figure is the parameter count Hugging Face shows for the official
