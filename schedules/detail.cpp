@@ -103,6 +103,9 @@ ir::Cost to_ir(const model::OpCost& cost, const model::OpCost& recompute,
   c.bytes = {all.gemm_bytes, all.attention_bytes, all.elementwise_bytes};
   c.recompute_flops = recompute.total_flops();
   c.workspace_bytes = workspace_bytes;
+  // Execution order: the replayed forward kernels, then the op's own.
+  c.kernels = recompute.kernels;
+  c.kernels.insert(c.kernels.end(), cost.kernels.begin(), cost.kernels.end());
   return c;
 }
 
@@ -113,12 +116,8 @@ ir::Cost head_cost(const Context& ctx) {
 }
 
 ir::Cost accumulate_cost(std::int64_t elements, std::int64_t element_bytes) {
-  ir::Cost c;
-  c.flops[static_cast<std::size_t>(ir::OpClass::elementwise)] = static_cast<double>(elements);
-  // Read both operands, write the sum.
-  c.bytes[static_cast<std::size_t>(ir::OpClass::elementwise)] =
-      3.0 * static_cast<double>(elements) * static_cast<double>(element_bytes);
-  return c;
+  // One add kernel: reads both operands, writes the sum.
+  return to_ir(model::cost_of(model::accumulate_kernels(elements, element_bytes)));
 }
 
 std::vector<std::int64_t> divisors(std::int64_t n) {

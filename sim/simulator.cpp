@@ -2,6 +2,9 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
 
 #include "common/model/cost.h"
 #include "sim/compute/compute_model.h"
@@ -50,6 +53,78 @@ bool is_comm(ir::OpKind k) {
 
 double safe_div(double a, double b) {
   return b > 0.0 ? a / b : 0.0;
+}
+
+// Per-kernel-class time, FLOPs, bytes and launches over all ranks' compute and copy ops, from
+// the compute model's per-cost split (built once here, outside the event loop), and the name of
+// the profile used.
+void add_kernel_classes(const ir::Program& program, const topo::Topology& topology,
+                        const SimOptions& options, report::Report& rep) {
+  const profile::Profile* prof = options.profile ? &*options.profile : nullptr;
+  rep.profile = profile::describe_profile(prof, options.profile_name);
+  auto model = ComputeModel::create(program, topology, prof);
+  if (!model.ok()) return;
+  constexpr std::size_t kN = model::kNumKernelClasses;
+  std::array<double, kN> seconds{}, flops{}, bytes{};
+  std::array<std::int64_t, kN> launches{};
+  // Per cost: FLOPs, bytes and launches by class (class of the op-class totals when a cost has
+  // no kernels: gemm, attention forward, and element-wise under residual).
+  std::vector<std::array<double, kN>> cost_flops(program.costs.size()),
+      cost_bytes(program.costs.size());
+  std::vector<std::array<std::int64_t, kN>> cost_launches(program.costs.size());
+  for (std::size_t c = 0; c < program.costs.size(); ++c) {
+    const ir::Cost& cost = program.costs[c];
+    for (const model::Kernel& k : cost.kernels) {
+      const auto i = static_cast<std::size_t>(k.cls);
+      cost_flops[c][i] += static_cast<double>(k.count) * k.flops;
+      cost_bytes[c][i] += static_cast<double>(k.count) * k.bytes;
+      if (!k.fused) cost_launches[c][i] += k.count;
+    }
+    if (cost.kernels.empty()) {
+      const std::size_t slot[] = {static_cast<std::size_t>(model::KernelClass::gemm),
+                                  static_cast<std::size_t>(model::KernelClass::attention_fwd),
+                                  static_cast<std::size_t>(model::KernelClass::residual)};
+      for (std::size_t k = 0; k < ir::kOpClassCount; ++k) {
+        cost_flops[c][slot[k]] += cost.flops[k];
+        cost_bytes[c][slot[k]] += cost.bytes[k];
+      }
+    }
+  }
+  const auto copy = static_cast<std::size_t>(model::KernelClass::copy);
+  for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+    const auto rank = static_cast<ir::Rank>(r);
+    for (const ir::Op& op : program.ranks[r].ops) {
+      if (op.kind == ir::OpKind::copy) {
+        seconds[copy] += model->copy_seconds(rank, op.bytes);
+        bytes[copy] += 2.0 * static_cast<double>(op.bytes);
+        ++launches[copy];
+        continue;
+      }
+      if (op.kind != ir::OpKind::compute || op.cost == ir::kNone) continue;
+      const auto c = static_cast<std::size_t>(op.cost);
+      const auto s = model->class_seconds(rank, op.cost, op.compute == ir::ComputeKind::backward);
+      for (std::size_t i = 0; i < kN; ++i) {
+        seconds[i] += s[i];
+        flops[i] += cost_flops[c][i];
+        bytes[i] += cost_bytes[c][i];
+        launches[i] += cost_launches[c][i];
+      }
+    }
+  }
+  double total = 0.0;
+  for (double s : seconds)
+    total += s;
+  for (std::size_t i = 0; i < kN; ++i) {
+    if (!(seconds[i] > 0.0) && !(flops[i] > 0.0) && !(bytes[i] > 0.0)) continue;
+    report::KernelClassTotals t;
+    t.name = std::string(model::to_string(model::kAllKernelClasses[i]));
+    t.time = SimTime::from_seconds(seconds[i]);
+    t.share = safe_div(seconds[i], total);
+    t.flops = flops[i];
+    t.bytes = bytes[i];
+    t.kernels = launches[i];
+    rep.kernel_classes.push_back(std::move(t));
+  }
 }
 
 }  // namespace
@@ -147,6 +222,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
             [](const report::OpClassTotals& a, const report::OpClassTotals& b) {
               return a.name < b.name;
             });
+  add_kernel_classes(program, topology, options, rep);
   rep.mfu = safe_div(rep.model_flops, seconds * rep.peak_flops_per_second);
   rep.hfu = safe_div(rep.hardware_flops, seconds * rep.peak_flops_per_second);
 

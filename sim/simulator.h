@@ -30,6 +30,8 @@ namespace tawpipe::sim {
 struct SimOptions {
   /// Calibration profile overriding datasheet rates (common/profile/profile.h).
   std::optional<profile::Profile> profile;
+  /// File name of `profile`, for the report's "profile" field.
+  std::string profile_name;
   /// The model the program was generated from, for model FLOPs (MFU). Without it, model_flops
   /// and MFU are reported as 0.
   std::optional<model::ModelConfig> model;

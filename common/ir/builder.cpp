@@ -9,8 +9,8 @@
 namespace tawpipe::ir {
 
 bool ProgramBuilder::CostLess::operator()(const Cost& a, const Cost& b) const {
-  return std::tie(a.flops, a.bytes, a.recompute_flops, a.workspace_bytes) <
-         std::tie(b.flops, b.bytes, b.recompute_flops, b.workspace_bytes);
+  return std::tie(a.flops, a.bytes, a.recompute_flops, a.workspace_bytes, a.kernels) <
+         std::tie(b.flops, b.bytes, b.recompute_flops, b.workspace_bytes, b.kernels);
 }
 
 ProgramBuilder::ProgramBuilder(Header header, std::int32_t num_ranks) {

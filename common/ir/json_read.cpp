@@ -44,9 +44,56 @@ class Reader : public detail::JsonReader {
   Program program();
 
  private:
+  model::Kernel kernel(const json& row);
   void rank(const json& v, const Program& p, RankProgram* rp);
   void op(const json& row, const Program& p, RankProgram* rp, std::size_t num_ops);
 };
+
+// [name, class, count, [d0, d1, d2, d3], flags (1 causal, 2 fused, 4 recompute), flops, bytes]
+model::Kernel Reader::kernel(const json& row) {
+  array(row);
+  if (row.size() != 7)
+    fail("a kernel row has 7 fields (name, class, count, shape[4], flags, flops, bytes)");
+  model::Kernel k;
+  {
+    auto f = index(0, "name");
+    k.name = string(row[0]);
+  }
+  {
+    auto f = index(1, "class");
+    const std::string cls = string(row[1]);
+    auto parsed = model::parse_kernel_class(cls);
+    if (!parsed.ok()) fail(parsed.error().message);
+    k.cls = *parsed;
+  }
+  {
+    auto f = index(2, "count");
+    k.count = integer(row[2], 0, std::numeric_limits<std::int64_t>::max(), "kernel count");
+  }
+  {
+    auto f = index(3, "shape");
+    const json& shape = array(row[3]);
+    if (shape.size() != k.shape.size()) fail("a kernel shape has 4 integers");
+    for (std::size_t d = 0; d < k.shape.size(); ++d) {
+      auto sd = index(d);
+      k.shape[d] = integer(shape[d], 0, std::numeric_limits<std::int64_t>::max(), "dimension");
+    }
+  }
+  {
+    auto f = index(4, "flags");
+    const std::int64_t flags = integer(row[4], 0, 7, "kernel flags");
+    k.causal = (flags & 1) != 0;
+    k.fused = (flags & 2) != 0;
+    k.recompute = (flags & 4) != 0;
+  }
+  {
+    auto f = index(5, "flops");
+    k.flops = real(row[5]);
+  }
+  auto f = index(6, "bytes");
+  k.bytes = real(row[6]);
+  return k;
+}
 
 void Reader::op(const json& row, const Program& p, RankProgram* rp, std::size_t num_ops) {
   array(row);
@@ -316,8 +363,10 @@ Program Reader::program() {
     for (std::size_t i = 0; i < v.size(); ++i) {
       auto si = index(i);
       const json& row = array(v[i]);
-      if (row.size() != 4)
-        fail("a cost row has 4 fields (flops[3], bytes[3], recompute_flops, workspace_bytes)");
+      if (row.size() != 4 && row.size() != 5)
+        fail(
+            "a cost row has 4 or 5 fields (flops[3], bytes[3], recompute_flops, workspace_bytes"
+            "[, kernels])");
       Cost c;
       static constexpr const char* kNames[] = {"flops", "bytes"};
       for (std::size_t a = 0; a < 2; ++a) {
@@ -333,9 +382,19 @@ Program Reader::program() {
         auto f = index(2, "recompute_flops");
         c.recompute_flops = real(row[2]);
       }
-      auto f = index(3, "workspace_bytes");
-      c.workspace_bytes = u64(row[3]);
-      p.costs.push_back(c);
+      {
+        auto f = index(3, "workspace_bytes");
+        c.workspace_bytes = u64(row[3]);
+      }
+      if (row.size() == 5) {
+        auto f = index(4, "kernels");
+        const json& list = array(row[4]);
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          auto sk = index(k);
+          c.kernels.push_back(kernel(list[k]));
+        }
+      }
+      p.costs.push_back(std::move(c));
     }
   }
   auto s = key("ranks");

@@ -319,6 +319,31 @@ void write_program_json(const Program& p, std::ostream& out) {
     w.dbl(c.recompute_flops);
     w.raw(",");
     w.unum(c.workspace_bytes);
+    if (!c.kernels.empty()) {
+      w.raw(",[");
+      for (std::size_t k = 0; k < c.kernels.size(); ++k) {
+        const model::Kernel& kn = c.kernels[k];
+        w.raw(k > 0 ? ",\n [" : "\n [");
+        w.str(kn.name);
+        w.raw(",");
+        w.str(std::string(model::to_string(kn.cls)));
+        w.raw(",");
+        w.unum(static_cast<std::uint64_t>(kn.count));
+        w.raw(",[");
+        for (std::size_t d = 0; d < kn.shape.size(); ++d) {
+          if (d > 0) w.raw(",");
+          w.unum(static_cast<std::uint64_t>(kn.shape[d]));
+        }
+        w.raw("],");
+        w.unum((kn.causal ? 1u : 0u) | (kn.fused ? 2u : 0u) | (kn.recompute ? 4u : 0u));
+        w.raw(",");
+        w.dbl(kn.flops);
+        w.raw(",");
+        w.dbl(kn.bytes);
+        w.raw("]");
+      }
+      w.raw("]");
+    }
     w.raw("]");
   }
   w.raw("],\n\"ranks\":[");

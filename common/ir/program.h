@@ -72,6 +72,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/kernels.h"
 #include "common/units.h"
 
 namespace tawpipe::ir {
@@ -165,6 +166,10 @@ struct Cost {
   std::array<double, kOpClassCount> bytes{};  ///< memory traffic in bytes
   double recompute_flops = 0.0;  ///< part of `flops` spent recomputing the forward (HFU, not MFU)
   std::uint64_t workspace_bytes = 0;  ///< transient memory live only while the op runs
+  /// The kernels behind the totals (common/model/kernels.h), `count` of each per op; empty for
+  /// hand-built costs and files written before kernels existed (the simulator then costs the
+  /// three op classes). When present, the verifier checks that they sum to `flops` / `bytes`.
+  std::vector<model::Kernel> kernels;
   friend bool operator==(const Cost&, const Cost&) = default;
 };
 

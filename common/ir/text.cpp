@@ -203,6 +203,17 @@ std::string dump_text(const Program& p) {
     s += " recompute=" + exact_double(c.recompute_flops) +
          " workspace=" + describe_bytes(c.workspace_bytes);
     line(s);
+    for (const model::Kernel& k : c.kernels) {
+      std::string ks = "  kernel " + k.name + " " + std::string(model::to_string(k.cls)) + " x" +
+                       num(k.count) + " [";
+      for (std::size_t d = 0; d < k.shape.size(); ++d)
+        ks += (d > 0 ? " " : "") + num(k.shape[d]);
+      ks += "]";
+      if (k.causal) ks += " causal";
+      if (k.fused) ks += " fused";
+      if (k.recompute) ks += " recompute";
+      line(ks + " flops=" + exact_double(k.flops) + " bytes=" + exact_double(k.bytes));
+    }
   }
   for (Rank r = 0; r < p.num_ranks(); ++r) {
     const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];

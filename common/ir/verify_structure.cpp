@@ -2,8 +2,10 @@
 // without checking again: ids, pool offsets and enum values in range, dependencies backwards,
 // groups consecutive on one stream, membership, and buffer sizes against op bytes.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 
@@ -19,6 +21,40 @@ constexpr std::int64_t kMaxComms = 1 << 22;
 
 std::string str(std::int64_t v) {
   return std::to_string(v);
+}
+
+// Why a cost's kernels do not add up to its per-op-class totals (empty when they do): each
+// kernel finite and non-negative; count x FLOPs and bytes summed by op class (gemm; attention
+// forward and backward; every other class element-wise) and the recompute-flagged FLOPs equal
+// the cost's figures to a relative 1e-9.
+std::string kernels_disagree(const Cost& c) {
+  std::array<double, kOpClassCount> flops{}, bytes{};
+  double recompute = 0.0;
+  for (const model::Kernel& k : c.kernels) {
+    if (!(std::isfinite(k.flops) && k.flops >= 0 && std::isfinite(k.bytes) && k.bytes >= 0))
+      return "kernel '" + k.name + "' has a negative or non-finite value";
+    const std::size_t cls = k.cls == model::KernelClass::gemm ? 0
+                            : model::is_flop_bound(k.cls)     ? 1
+                                                              : 2;
+    const double n = static_cast<double>(k.count);
+    flops[cls] += n * k.flops;
+    bytes[cls] += n * k.bytes;
+    if (k.recompute) recompute += n * (k.flops);
+  }
+  static constexpr const char* kClass[] = {"gemm", "attention", "elementwise"};
+  const auto differ = [](double a, double b) {
+    return std::abs(a - b) > 1e-9 * std::max({std::abs(a), std::abs(b), 1.0});
+  };
+  for (std::size_t k = 0; k < kOpClassCount; ++k) {
+    if (differ(flops[k], c.flops[k]) || differ(bytes[k], c.bytes[k]))
+      return std::string("its kernels sum to ") + kClass[k] + " " + std::to_string(flops[k]) +
+             " FLOPs / " + std::to_string(bytes[k]) + " bytes, the cost says " +
+             std::to_string(c.flops[k]) + " / " + std::to_string(c.bytes[k]);
+  }
+  if (differ(recompute, c.recompute_flops))
+    return "its recompute kernels sum to " + std::to_string(recompute) + " FLOPs, the cost says " +
+           std::to_string(c.recompute_flops);
+  return "";
 }
 
 bool tensor_ok(const TensorRef& t) {
@@ -70,6 +106,11 @@ class StructureChecker {
             kNone,
             kNone,
             {}};
+      if (!c.kernels.empty()) {
+        if (std::string why = kernels_disagree(c); !why.empty())
+          return Failure{
+              "cost " + str(static_cast<std::int64_t>(i)) + ": " + why, kNone, kNone, {}};
+      }
     }
     // Ranks are independent here: check them in parallel; report the first failing rank's
     // first failure, as a serial check would.

@@ -31,13 +31,17 @@
 
 #include <cstdint>
 
+#include "common/model/kernels.h"
 #include "common/model/model.h"
 #include "common/model/precision.h"
 
 namespace tawpipe::model {
 
 /// FLOPs and bytes of a compute op, split by op class (GEMM, fused attention, element-wise), the
-/// classes whose achieved rates the simulator's compute model and calibration distinguish.
+/// classes whose achieved rates the simulator's compute model and calibration distinguish, and
+/// the kernels behind them (kernels.h). The functions below build `kernels` from the catalogue
+/// and the six totals as their sums (gemm -> gemm; attention_fwd/_bwd -> attention; every other
+/// class -> element-wise), so the two always agree.
 struct OpCost {
   double gemm_flops = 0.0;
   double attention_flops = 0.0;
@@ -45,13 +49,16 @@ struct OpCost {
   double gemm_bytes = 0.0;
   double attention_bytes = 0.0;
   double elementwise_bytes = 0.0;
+  KernelList kernels;  ///< may be empty for hand-built costs (then only the totals are known)
 
   /// Sum over the three classes.
   double total_flops() const { return gemm_flops + attention_flops + elementwise_flops; }
   double total_bytes() const { return gemm_bytes + attention_bytes + elementwise_bytes; }
 
+  /// Adds the totals and appends the kernels.
   OpCost& operator+=(const OpCost& o);
-  /// Scales every field (e.g. by a number of layers or micro-batches). Precondition: k >= 0.
+  /// Scales every total and every kernel count (e.g. by a number of layers or micro-batches).
+  /// Precondition: k >= 0, and k is a whole number when there are kernels.
   OpCost& operator*=(double k);
   friend OpCost operator+(OpCost a, const OpCost& b) { return a += b; }
   friend OpCost operator*(OpCost a, double k) { return a *= k; }
@@ -78,6 +85,14 @@ OpCost layer_forward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 /// One decoder layer backward (input and weight gradients), not including any recompute.
 /// GEMMs 2x forward, attention 2.5x forward (FlashAttention-2), element-wise per cost.cpp.
 OpCost layer_backward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
+/// Split backward (zero-bubble schedules): B = input gradients only (dgrad GEMMs, attention and
+/// element-wise backward), W = weight gradients only (wgrad GEMMs, fused bias gradients).
+/// layer_backward_input_cost + layer_backward_weight_cost has the totals of layer_backward_cost.
+OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
+OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
+
+/// The per-op-class totals of `kernels` (count x per-kernel FLOPs and bytes), with the kernels.
+OpCost cost_of(KernelList kernels);
 
 /// The input-gradient half (B of a zero-bubble pipeline, Qi et al., ICLR 2024, arXiv 2401.10241
 /// §2): the GEMMs that produce the gradient w.r.t. each GEMM input (= `layer_forward_cost`'s

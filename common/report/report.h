@@ -100,6 +100,19 @@ inline std::uint64_t memory_field(const MemoryBytes& m, std::size_t i) {
   return memory_field(const_cast<MemoryBytes&>(m), i);
 }
 
+/// Time of one kernel class (common/model/kernel_class.h) over all ranks' compute ops, as the
+/// kernel cost model splits each op's duration (predicted only). `share` = time / the summed
+/// time of all classes.
+struct KernelClassTotals {
+  std::string name;          ///< kernel class: gemm, attention_fwd, ..., copy
+  SimTime time;              ///< summed over ranks, launches included
+  double share = 0.0;        ///< of the summed kernel time of all classes
+  double flops = 0.0;        ///< executed FLOPs (recompute included)
+  double bytes = 0.0;        ///< memory traffic
+  std::int64_t kernels = 0;  ///< kernel launches (fused kernels not counted)
+  friend bool operator==(const KernelClassTotals&, const KernelClassTotals&) = default;
+};
+
 struct RankStats {
   SimTime compute;
   SimTime exposed_comm;
@@ -142,6 +155,11 @@ struct Report {
   std::vector<RankStats> rank_stats;
   std::vector<LinkStats> links;  ///< predicted only (empty when measured)
   std::vector<OpClassTotals> op_classes;
+  /// Predicted only (empty when measured or for programs without kernels); class order.
+  std::vector<KernelClassTotals> kernel_classes;
+  /// The calibration profile used: "file (producer)", or "built-in" (predicted); empty when
+  /// measured. Optional in files (older reports lack it and kernel_classes).
+  std::string profile;
   std::vector<OpRecord> ops;  ///< may be empty (not requested) or partial (rank filter)
   friend bool operator==(const Report&, const Report&) = default;
 };

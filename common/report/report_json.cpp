@@ -14,6 +14,7 @@
 //    "links":[{"name","link_class","inter_node","capacity_bytes_per_second","bytes","busy_ps",
 //              "utilisation"}],
 //    "op_classes":[{"name","count","total_ps","bytes","flops"}],
+//    "profile":..,  "kernel_classes":[{"name","time_ps","share","flops","bytes","kernels"}],
 //    "ops":[[rank, op, start_ps, end_ps], ...]}
 #include <algorithm>
 #include <cmath>
@@ -80,10 +81,26 @@ class Reader : public ir::detail::JsonReader {
 };
 
 Report Reader::report(const json& root) {
-  exact_keys(
-      root, {"format", "format_version", "kind", "producer", "header", "ranks", "iteration_time_ps",
-             "tokens_per_iteration", "tokens_per_second", "model_flops", "hardware_flops",
-             "peak_flops_per_second", "mfu", "hfu", "rank_stats", "links", "op_classes", "ops"});
+  known_keys(root, {"format",
+                    "format_version",
+                    "kind",
+                    "producer",
+                    "header",
+                    "ranks",
+                    "iteration_time_ps",
+                    "tokens_per_iteration",
+                    "tokens_per_second",
+                    "model_flops",
+                    "hardware_flops",
+                    "peak_flops_per_second",
+                    "mfu",
+                    "hfu",
+                    "rank_stats",
+                    "links",
+                    "op_classes",
+                    "profile",
+                    "kernel_classes",
+                    "ops"});
   const auto str = [&](const json& v) { return string(v); };
   const auto num = [&](const json& v) { return real(v); };
   const auto tim = [&](const json& v) { return time(v); };
@@ -182,6 +199,26 @@ Report Reader::report(const json& root) {
       t.bytes = field(o, "bytes", num);
       t.flops = field(o, "flops", num);
       r.op_classes.push_back(std::move(t));
+    }
+  }
+  if (root.contains("profile")) r.profile = field(root, "profile", str);
+  if (root.contains("kernel_classes")) {
+    auto s = key("kernel_classes");
+    const json& a = array(root.at("kernel_classes"));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      auto s2 = index(i);
+      const json& o = a[i];
+      exact_keys(o, {"name", "time_ps", "share", "flops", "bytes", "kernels"});
+      KernelClassTotals t;
+      t.name = field(o, "name", str);
+      t.time = field(o, "time_ps", tim);
+      t.share = field(o, "share", num);
+      t.flops = field(o, "flops", num);
+      t.bytes = field(o, "bytes", num);
+      t.kernels = field(o, "kernels", [&](const json& v) {
+        return integer(v, 0, std::numeric_limits<std::int64_t>::max());
+      });
+      r.kernel_classes.push_back(std::move(t));
     }
   }
   {
@@ -283,6 +320,18 @@ void write_report_json(const Report& r, std::ostream& out) {
     o["total_ps"] = t.total.picoseconds();
     o["bytes"] = finite(t.bytes);
     o["flops"] = finite(t.flops);
+    return o;
+  });
+  line("profile", r.profile);
+  rows("kernel_classes", r.kernel_classes.size(), [&](std::size_t i) {
+    const KernelClassTotals& t = r.kernel_classes[i];
+    ojson o;
+    o["name"] = t.name;
+    o["time_ps"] = t.time.picoseconds();
+    o["share"] = finite(t.share);
+    o["flops"] = finite(t.flops);
+    o["bytes"] = finite(t.bytes);
+    o["kernels"] = t.kernels;
     return o;
   });
   out << "\"ops\":[";

@@ -7,6 +7,7 @@
 
 #include "common/topology/describe.h"
 #include "common/topology/graph_impl.h"
+#include "common/topology/kernel_tables.h"
 #include "common/topology/spec.h"
 
 namespace tawpipe::topo::detail {
@@ -60,6 +61,14 @@ void emit_device(YAML::Emitter& out, const DeviceKind& d) {
   out << number(d.efficiency.memory) << YAML::EndMap;
   key(out, "launch_overhead");
   out << to_string(d.launch_overhead);
+  if (d.sm_count > 0) {
+    key(out, "sm_count");
+    out << d.sm_count;
+  }
+  if (d.kernels) {
+    key(out, "kernels");
+    emit_kernel_tables(out, *d.kernels);
+  }
   out << YAML::EndMap;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "common/topology/kernel_tables.h"
 #include "common/topology/loader.h"
 #include "common/topology/overrides.h"
 #include "common/topology/spec.h"
@@ -45,8 +46,9 @@ Where where_of(const Ctx& c) {
 const std::vector<std::string> kRootKeys = {
     "name",        "description", "device_kinds",   "links", "node_templates", "nodes", "template",
     "node_groups", "inter_node",  "link_overrides", "host"};
-const std::vector<std::string> kDeviceKeys = {"peak_flops", "memory", "memory_bandwidth",
-                                              "efficiency", "launch_overhead"};
+const std::vector<std::string> kDeviceKeys = {"peak_flops", "memory",          "memory_bandwidth",
+                                              "efficiency", "launch_overhead", "sm_count",
+                                              "kernels"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp32", "tf32"};
 const std::vector<std::string> kEfficiencyKeys = {"gemm", "attention_fwd", "attention_bwd",
                                                   "elementwise", "memory"};
@@ -105,6 +107,8 @@ DeviceKind parse_device(const std::string& id, const Ctx& c) {
   d.efficiency.elementwise = read_efficiency(eff.at("elementwise"));
   d.efficiency.memory = read_efficiency(eff.at("memory"));
   d.launch_overhead = read_time(m.at("launch_overhead"));
+  if (auto v = m.opt("sm_count")) d.sm_count = read_int(*v, 1, 4096, "an SM count");
+  if (auto v = m.opt("kernels")) d.kernels = parse_kernel_tables(*v);
   return d;
 }
 
@@ -565,6 +569,7 @@ TopologySpec parse_root(const Ctx& c) {
 }  // namespace
 
 bool is_schema_key(std::string_view key) {
+  if (is_kernel_table_key(key)) return true;
   for (const auto* table :
        {&kRootKeys, &kDeviceKeys, &kPeakKeys, &kEfficiencyKeys, &kLinkClassKeys, &kTemplateKeys,
         &kNvlinkKeys, &kPcieKeys, &kSwitchKeys, &kNicKeys, &kGroupKeys, &kInterNodeKeys,

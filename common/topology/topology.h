@@ -29,6 +29,7 @@
 ///    whole graph, which hops over the intra-node fabric to a GPU on the destination's rail.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/kernel_class.h"
 #include "common/units.h"
 
 namespace tawpipe::topo {
@@ -89,6 +91,37 @@ struct OpClassEfficiency {
   friend bool operator==(const OpClassEfficiency&, const OpClassEfficiency&) = default;
 };
 
+/// Measured attention rates of one pass (forward or backward), head dimension and mask, at
+/// increasing sequence lengths (`seq` and `rate` have the same length, >= 1).
+struct AttentionRateTable {
+  bool backward = false;
+  std::int64_t head_dim = 0;
+  bool causal = false;
+  std::vector<std::int64_t> seq;
+  std::vector<FlopRate> rate;
+  friend bool operator==(const AttentionRateTable&, const AttentionRateTable&) = default;
+};
+
+/// Achieved fraction of peak memory bandwidth at a reduction width (0 = any width).
+struct WidthFraction {
+  std::int64_t width = 0;
+  double fraction = 1.0;
+  friend bool operator==(const WidthFraction&, const WidthFraction&) = default;
+};
+
+/// The per-kernel rate tables of a device kind (YAML `kernels:`; sim/compute/kernel_rates.h
+/// states how they are used). Every shipped value cites a kernel-level micro-benchmark.
+struct KernelTables {
+  FlopRate gemm_best;                ///< best achievable 16-bit GEMM rate (MAMF)
+  std::int64_t gemm_k_overhead = 0;  ///< extra K-steps per output tile (pipeline fill)
+  SimTime gemm_overhead;             ///< fixed time per GEMM kernel beyond the launch
+  std::vector<AttentionRateTable> attention;
+  /// Memory-bound classes: achieved fraction of `memory_bandwidth` by reduction width, sorted
+  /// by width; empty = efficiency.elementwise (copy: efficiency.memory).
+  std::array<std::vector<WidthFraction>, model::kNumKernelClasses> bandwidth;
+  friend bool operator==(const KernelTables&, const KernelTables&) = default;
+};
+
 /// A device model (a GPU, or a CPU core group standing in for one in host-backend runs).
 struct DeviceKind {
   std::string name;            ///< id from `device_kinds`, e.g. "a100-sxm4-80gb"
@@ -99,7 +132,9 @@ struct DeviceKind {
   Bytes memory_capacity;       ///< device memory (HBM) capacity
   Bandwidth memory_bandwidth;  ///< peak HBM bandwidth
   OpClassEfficiency efficiency;
-  SimTime launch_overhead;  ///< fixed cost added to every compute op (kernel launch)
+  SimTime launch_overhead;  ///< fixed cost of every kernel launch (host: every kernel call)
+  int sm_count = 0;         ///< streaming multiprocessors; 0 = unknown (CPU kinds)
+  std::optional<KernelTables> kernels;  ///< per-kernel rate tables; absent: roofline by class
   friend bool operator==(const DeviceKind&, const DeviceKind&) = default;
 };
 

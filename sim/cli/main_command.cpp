@@ -2,6 +2,7 @@
 // overrides), then lists, prints, emits IR or simulates.
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
+#include <filesystem>
 
 #include <cstdio>
 #include <iostream>
@@ -209,6 +210,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
     auto profile = profile::read_profile_file(o.profile_file);
     if (!profile.ok()) return fail(profile.error());
     options.profile = std::move(*profile);
+    options.profile_name = std::filesystem::path(o.profile_file).filename().string();
   }
   if (!(o.sm_contention >= 0.0 && o.sm_contention < 1.0)) {
     return fail(

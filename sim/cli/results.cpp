@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <string>
+
+#include "common/model/kernel_class.h"
 
 namespace tawpipe::cli {
 namespace {
@@ -40,6 +43,24 @@ std::string csv_quote(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// The share of `cls` in a report's kernel time (0 when absent).
+double kernel_share(const report::Report& r, model::KernelClass cls) {
+  for (const report::KernelClassTotals& k : r.kernel_classes)
+    if (k.name == model::to_string(cls)) return k.share;
+  return 0.0;
+}
+
+// "gemm 61.0%, attention_fwd 7.2%, ..." over the classes with a share, in class order.
+std::string kernel_share_line(const report::Report& r) {
+  std::string s;
+  for (model::KernelClass c : model::kAllKernelClasses) {
+    const double share = kernel_share(r, c);
+    if (!(share > 0.0)) continue;
+    s += fmt::format("{}{} {:.1f}%", s.empty() ? "" : ", ", model::to_string(c), 100.0 * share);
+  }
+  return s;
 }
 
 }  // namespace
@@ -136,6 +157,17 @@ void write_table(std::ostream& out, const std::string& title,
           fmt::format("  {} {:.1f}", report::kMemoryBytesFields[k], f.peak_memory_breakdown_gib[k]);
     out << line << "\n";
   }
+  bool any_kernels = false;
+  for (const auto& m : results)
+    any_kernels = any_kernels || (m.report && !m.report->kernel_classes.empty());
+  if (any_kernels) {
+    out << "\nkernel time by class (rates: "
+        << results.front().report.value_or(report::Report{}).profile << "):\n";
+    for (const auto& m : results) {
+      if (m.report && !m.report->kernel_classes.empty())
+        out << fmt::format("  {:<{}}  {}\n", m.label, width, kernel_share_line(*m.report));
+    }
+  }
   const int best = fastest_feasible(results);
   if (best < 0) {
     out << "\nno method fits in device memory with this configuration\n";
@@ -167,7 +199,10 @@ void write_csv_header(std::ostream& out, const SweepPoint& point) {
          "exposed_comm_fraction,bubble_fraction,inter_node_gb_per_gpu,peak_memory_gib,oom";
   for (const char* k : report::kMemoryBytesFields)
     out << ",mem_" << k << "_gib";
-  out << ",error\n";
+  out << ",error";
+  for (model::KernelClass c : model::kAllKernelClasses)
+    out << ",share_" << model::to_string(c);
+  out << ",profile\n";
 }
 
 void write_csv_rows(std::ostream& out, const SweepPoint& point,
@@ -180,7 +215,7 @@ void write_csv_rows(std::ostream& out, const SweepPoint& point,
       out << ",,,,,,,,,,,";
       for (std::size_t k = 0; k < std::size(report::kMemoryBytesFields); ++k)
         out << ',';
-      out << csv_quote(m.error) << '\n';
+      out << csv_quote(m.error) << std::string(model::kNumKernelClasses + 1, ',') << '\n';
       continue;
     }
     const RowFigures f = figures(*m.report);
@@ -190,7 +225,10 @@ void write_csv_rows(std::ostream& out, const SweepPoint& point,
                        f.peak_memory_gib, f.oom ? "true" : "false");
     for (double v : f.peak_memory_breakdown_gib)
       out << ',' << fmt::format("{}", v);
-    out << ",\n";
+    out << ',';  // the (empty) error column
+    for (model::KernelClass c : model::kAllKernelClasses)
+      out << fmt::format(",{}", kernel_share(*m.report, c));
+    out << ',' << csv_quote(m.report->profile) << '\n';
   }
 }
 
@@ -226,6 +264,16 @@ std::string point_json(const std::string& title, const SweepPoint& point,
     for (std::size_t k = 0; k < f.peak_memory_breakdown_gib.size(); ++k)
       row["peak_memory_breakdown_gib"][report::kMemoryBytesFields[k]] =
           f.peak_memory_breakdown_gib[k];
+    row["profile"] = m.report->profile;
+    row["kernel_classes"] = nlohmann::ordered_json::array();
+    for (const auto& k : m.report->kernel_classes) {
+      row["kernel_classes"].push_back({{"name", k.name},
+                                       {"time_s", k.time.seconds()},
+                                       {"share", k.share},
+                                       {"flops", k.flops},
+                                       {"bytes", k.bytes},
+                                       {"kernels", k.kernels}});
+    }
     row["links"] = nlohmann::ordered_json::array();
     for (const auto& l : m.report->links) {
       row["links"].push_back({{"name", l.name},

@@ -52,13 +52,15 @@ void write_table(std::ostream& out, const std::string& title,
                  const std::vector<MethodResult>& results);
 
 /// CSV: a header line (when `header`), then one line per method: the sweep keys, method, the
-/// RowFigures fields, error. Numbers in full precision.
+/// RowFigures fields, error, the kernel-time share of every kernel class (share_gemm ...
+/// share_copy) and the profile used. Numbers in full precision.
 void write_csv_header(std::ostream& out, const SweepPoint& point);
 void write_csv_rows(std::ostream& out, const SweepPoint& point,
                     const std::vector<MethodResult>& results);
 
 /// JSON object for one point: {"point": {...}, "title": ..., "methods": [{label, figures...,
-/// links: [{name, class, inter_node, utilisation, bytes}], error}]}. Schema: docs/output-schema.md.
+/// links: [{name, class, inter_node, utilisation, bytes}], profile, kernel_classes: [{name,
+/// time_s, share, flops, bytes, kernels}], error}]}. Schema: docs/output-schema.md.
 std::string point_json(const std::string& title, const SweepPoint& point,
                        const std::vector<MethodResult>& results);
 

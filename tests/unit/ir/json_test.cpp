@@ -239,3 +239,56 @@ TEST(Json, MutatedInputsDoNotCrash) {
 
 }  // namespace
 }  // namespace tawpipe::ir
+
+namespace tawpipe::ir {
+namespace {
+
+// A cost carrying its kernels (common/model/kernels.h): 2 x a GEMM of 1e9 FLOPs / 1e6 bytes,
+// one causal attention, one fused bias add flagged recompute.
+Program program_with_kernels() {
+  Program p = testing::pipeline_program();
+  Cost& c = p.costs.at(0);
+  model::Kernel g{
+      "qkv_gemm", model::KernelClass::gemm, 2, {64, 192, 64, 1}, false, false, false, 1e9, 1e6};
+  model::Kernel a{
+      "attention", model::KernelClass::attention_fwd, 1, {1, 4, 64, 16}, true, false, false, 5e8,
+      2e6};
+  model::Kernel b{
+      "qkv_bias", model::KernelClass::residual, 1, {64, 192, 0, 0}, false, true, true, 1e4, 384};
+  c.kernels = {g, a, b};
+  c.flops = {2e9, 5e8, 1e4};
+  c.bytes = {2e6, 2e6, 384};
+  c.recompute_flops = 1e4;
+  return p;
+}
+
+TEST(Json, KernelsRoundTripAndVerify) {
+  const Program p = program_with_kernels();
+  ASSERT_TRUE(verify(p).ok) << verify(p).message;
+  const std::string text = program_to_json(p);
+  EXPECT_NE(text.find("[\"attention\",\"attention_fwd\",1,[1,4,64,16],1,"), std::string::npos);
+  auto back = read_program_json(text, "k.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(*back == p);
+  EXPECT_EQ(program_to_json(*back), text);
+  // Unknown kernel class: did-you-mean with the key path.
+  const Error e = read_error(replace_first(text, "\"attention_fwd\"", "\"attention_fw\""));
+  EXPECT_NE(e.message.find("did you mean 'attention_fwd'"), std::string::npos) << e.to_string();
+  EXPECT_NE(e.key_path.find("costs[0][4][1]"), std::string::npos) << e.to_string();
+}
+
+TEST(Json, VerifierChecksKernelSums) {
+  Program p = program_with_kernels();
+  p.costs[0].kernels[0].count = 3;  // 3e9 GEMM FLOPs, the cost says 2e9
+  VerifyResult v = verify(p);
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.message.find("its kernels sum to gemm"), std::string::npos) << v.message;
+  p = program_with_kernels();
+  p.costs[0].recompute_flops = 0.0;
+  v = verify(p);
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.message.find("recompute kernels"), std::string::npos) << v.message;
+}
+
+}  // namespace
+}  // namespace tawpipe::ir

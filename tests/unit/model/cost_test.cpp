@@ -16,10 +16,10 @@ double d(std::int64_t v) {
 }
 
 TEST(OpCost, AddsAndScales) {
-  const OpCost a{1, 2, 3, 4, 5, 6};
-  const OpCost b{10, 20, 30, 40, 50, 60};
-  EXPECT_EQ(a + b, (OpCost{11, 22, 33, 44, 55, 66}));
-  EXPECT_EQ(a * 2.0, (OpCost{2, 4, 6, 8, 10, 12}));
+  const OpCost a{1, 2, 3, 4, 5, 6, {}};
+  const OpCost b{10, 20, 30, 40, 50, 60, {}};
+  EXPECT_EQ(a + b, (OpCost{11, 22, 33, 44, 55, 66, {}}));
+  EXPECT_EQ(a * 2.0, (OpCost{2, 4, 6, 8, 10, 12, {}}));
   EXPECT_EQ(2.0 * a, a * 2.0);
   EXPECT_DOUBLE_EQ(a.total_flops(), 6.0);
   EXPECT_DOUBLE_EQ(a.total_bytes(), 15.0);
@@ -52,14 +52,15 @@ TEST(LayerCost, CausalAttentionFlops) {
                    3.0 * fwd.attention_flops / 4.0);
 }
 
-// GEMM traffic of one layer: per GEMM (T x in) . (in x out): p * (T*in + in*out + T*out).
+// GEMM traffic of one layer: per GEMM (T x in) . (in x out): p * (T*in + in*out + T*out), with
+// the fused QKV (out = qw + 2 kvw) and gate/up (out = 2F) GEMMs of kernels.h.
 // tiny: H = 64, F = 192, 4 heads of 16 (no GQA), T = 64, p = 4:
-//   Q, K, V, O: 4 * (64*64 + 64*64 + 64*64) = 49152 elements
-//   gate, up: 2 * (64*64 + 64*192 + 64*192) = 57344; down: 64*192 + 192*64 + 64*64 = 28672
-//   total 135168 elements * 4 B = 540672 B.
+//   QKV: 64*64 + 64*192 + 64*192 = 28672; O: 3 * 64*64 = 12288
+//   gate/up: 64*64 + 64*384 + 64*384 = 53248; down: 64*192 + 192*64 + 64*64 = 28672
+//   total 122880 elements * 4 B = 491520 B.
 TEST(LayerCost, GemmBytesFollowTheReadOnceWriteOnceRule) {
   const OpCost fwd = layer_forward_cost(get("tiny"), {1, 64, 4});
-  EXPECT_DOUBLE_EQ(fwd.gemm_bytes, 540672.0);
+  EXPECT_DOUBLE_EQ(fwd.gemm_bytes, 491520.0);
   // Attention reads Q, K, V and writes O (4 * 64*64 * 4 B) plus fp32 LSE (64 tokens * 4 heads).
   EXPECT_DOUBLE_EQ(fwd.attention_bytes, 4.0 * 64 * 64 * 4 + 4.0 * 64 * 4);
 }
@@ -125,8 +126,14 @@ TEST(Recompute, CostsOnlyWhatThePolicyReruns) {
   const ModelConfig cfg = get("llama2-7b");
   const MicroBatchShape shape{1, 4096, 2};
   EXPECT_EQ(layer_recompute_cost(cfg, shape, RecomputePolicy::kNone), OpCost{});
-  EXPECT_EQ(layer_recompute_cost(cfg, shape, RecomputePolicy::kFull),
-            layer_forward_cost(cfg, shape));
+  // Full recompute replays the forward: the same totals, its kernels flagged `recompute`.
+  const OpCost full = layer_recompute_cost(cfg, shape, RecomputePolicy::kFull);
+  const OpCost fwd = layer_forward_cost(cfg, shape);
+  EXPECT_EQ(full.total_flops(), fwd.total_flops());
+  EXPECT_EQ(full.total_bytes(), fwd.total_bytes());
+  ASSERT_EQ(full.kernels.size(), fwd.kernels.size());
+  for (const Kernel& k : full.kernels)
+    EXPECT_TRUE(k.recompute) << k.name;
   const OpCost selective = layer_recompute_cost(cfg, shape, RecomputePolicy::kSelective);
   EXPECT_EQ(selective.gemm_flops, 0.0);
   EXPECT_EQ(selective.attention_flops, layer_forward_cost(cfg, shape).attention_flops);
