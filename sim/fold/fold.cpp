@@ -148,6 +148,23 @@ SimOutput extrapolate(const SimOutput& from, const SimOutput& lo, const SimOutpu
     k.bytes = lin(w.bytes, x.bytes, y.bytes);
     k.flops = lin(w.flops, x.flops, y.flops);
   }
+  // Kernel-class totals are additive too (the classes present do not change with the rounds);
+  // shares are recomputed from the extrapolated times.
+  if (f.kernel_classes.size() == b.kernel_classes.size() &&
+      f.kernel_classes.size() == c.kernel_classes.size()) {
+    double total = 0.0;
+    for (std::size_t i = 0; i < r.kernel_classes.size(); ++i) {
+      auto& k = r.kernel_classes[i];
+      const auto &w = f.kernel_classes[i], &x = b.kernel_classes[i], &y = c.kernel_classes[i];
+      k.time = lint(w.time, x.time, y.time);
+      k.flops = lin(w.flops, x.flops, y.flops);
+      k.bytes = lin(w.bytes, x.bytes, y.bytes);
+      k.kernels = w.kernels + n * (y.kernels - x.kernels);
+      total += k.time.seconds();
+    }
+    for (auto& k : r.kernel_classes)
+      k.share = safe_div(k.time.seconds(), total);
+  }
   return out;
 }
 
