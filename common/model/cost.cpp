@@ -88,15 +88,6 @@ OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape&
   return cost_of(layer_backward_weight_kernels(cfg, shape));
 }
 
-OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& shape) {
-  const Dims d = dims_of(cfg, shape);
-  return layer_gemms(cfg, d) + attention_backward(d) + layer_elementwise(cfg, d, true);
-}
-
-OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape) {
-  return layer_gemms(cfg, dims_of(cfg, shape));
-}
-
 std::int64_t layer_weight_gradient_held_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                               RecomputePolicy policy) {
   const std::int64_t f = cfg.effective_ffn();

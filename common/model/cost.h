@@ -85,23 +85,19 @@ OpCost layer_forward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 /// One decoder layer backward (input and weight gradients), not including any recompute.
 /// GEMMs 2x forward, attention 2.5x forward (FlashAttention-2), element-wise per cost.cpp.
 OpCost layer_backward_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
-/// Split backward (zero-bubble schedules): B = input gradients only (dgrad GEMMs, attention and
-/// element-wise backward), W = weight gradients only (wgrad GEMMs, fused bias gradients).
-/// layer_backward_input_cost + layer_backward_weight_cost has the totals of layer_backward_cost.
-OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
-OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
-
 /// The per-op-class totals of `kernels` (count x per-kernel FLOPs and bytes), with the kernels.
 OpCost cost_of(KernelList kernels);
 
 /// The input-gradient half (B of a zero-bubble pipeline, Qi et al., ICLR 2024, arXiv 2401.10241
 /// §2): the GEMMs that produce the gradient w.r.t. each GEMM input (= `layer_forward_cost`'s
 /// GEMMs once), the whole attention backward and every element-wise backward (norms, RoPE,
-/// residual joins, SwiGLU/GELU, bias gradients). Recomputation is not included, as above.
+/// residual joins, SwiGLU/GELU). Recomputation is not included, as above. Built from
+/// kernels.h's layer_backward_input_kernels.
 OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 
 /// The weight-gradient half (W): the GEMMs dW = X^T dY of every weight matrix (again the
-/// forward's GEMMs once). layer_backward_input_cost + layer_backward_weight_cost ==
+/// forward's GEMMs once) with the bias gradients fused in their epilogues
+/// (layer_backward_weight_kernels). layer_backward_input_cost + layer_backward_weight_cost ==
 /// layer_backward_cost exactly.
 OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 
