@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/model/cost.h"
+#include "common/model/memory.h"
 #include "common/model/presets.h"
 
 namespace tawpipe::model {
