@@ -27,8 +27,11 @@ int fastest_feasible(const std::vector<MethodResult>& results) {
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& m = results[i];
     if (!m.report || figures(*m.report).oom) continue;
-    if (best < 0 ||
-        m.report->iteration_time < results[static_cast<std::size_t>(best)].report->iteration_time) {
+    // By throughput, not iteration time: methods may train different numbers of tokens per
+    // iteration (a pipeline without a fixed global batch trains fewer), and equal for equal
+    // batches.
+    if (best < 0 || m.report->tokens_per_second >
+                        results[static_cast<std::size_t>(best)].report->tokens_per_second) {
       best = static_cast<int>(i);
     }
   }
@@ -179,7 +182,7 @@ void write_table(std::ostream& out, const std::string& title,
   std::vector<std::string> speedups;
   for (const auto& m : results) {
     if (&m == &b || !m.report) continue;
-    const double ratio = m.report->iteration_time.seconds() / b.report->iteration_time.seconds();
+    const double ratio = b.report->tokens_per_second / m.report->tokens_per_second;
     speedups.push_back(
         fmt::format("{:.2f}x vs {}{}", ratio, m.label, figures(*m.report).oom ? " (OOM)" : ""));
   }
