@@ -135,6 +135,13 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.profile = options.profile ? &*options.profile : nullptr;
   exec.sm_contention = options.sm_contention;
   exec.memory = options.memory;
+  if (topology.host_cpu()) {
+    // MPI ranks on CPU cores (host backend): no CUDA context, no NCCL buffers, and no CUDA
+    // caching-allocator fragmentation; the backend allocates with the system allocator.
+    exec.memory.context_bytes = 0;
+    exec.memory.nccl_connection_bytes = 0;
+    exec.memory.fragmentation = 0.0;
+  }
   exec.record_link_usage = options.record_link_usage;
   exec.record_memory = options.record_link_usage;  // both feed the trace's counter tracks
   exec.all_reduce_algo = options.nccl_algo;
