@@ -5,6 +5,8 @@
 //
 // Exit status: 0 success; 1 --verify failed or a run-time failure (watchdog timeout, MPI error:
 // then every rank is aborted with MPI_Abort); 2 bad input (one line on stderr, from rank 0).
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -267,6 +269,15 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   int provided = 0;
+  // glibc serves blocks >= M_MMAP_THRESHOLD (128 KiB, adapting up to 32 MiB) with a fresh mmap
+  // and returns them with munmap, and trims the heap above M_TRIM_THRESHOLD: every such
+  // allocation then page-faults on first touch. Open MPI's collectives allocate their temporary
+  // buffers per call (a reduce-scatter's is the whole message), so a run paid page faults per
+  // collective that calibration's warmed-up loops never see. Keep them on the heap (the largest
+  // threshold glibc accepts, 32 MiB on 64-bit) and never trim below 1 GiB: freed memory is
+  // reused, as a caching allocator would. The backend pools its own buffers (host_backend.cpp).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   // Blocking MPI calls of the host backend's stream threads poll; make every poll yield the
   // core to the compute threads sharing it (exec/host/mpi_ops.h). An explicit setting wins.
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

@@ -52,6 +52,25 @@ Operands classify(const ir::RankProgram& rp, const ir::Op& op) {
 
 }  // namespace
 
+std::size_t compute_overwrites(const ir::RankProgram& rp, const ir::Op& op, ir::BufferId b,
+                               const math::Dims& d) {
+  if (op.kind != ir::OpKind::compute) return 0;
+  for (ir::BufferId r : ir::reads(rp, op))
+    if (r == b) return 0;
+  const Operands o = classify(rp, op);
+  switch (op.compute) {
+    case ir::ComputeKind::embedding_forward:
+    case ir::ComputeKind::forward:
+      return o.act_out == b ? d.tokens() * d.hidden : 0;
+    case ir::ComputeKind::backward:
+    case ir::ComputeKind::backward_input:
+    case ir::ComputeKind::head:
+      return o.agrad_out == b ? d.tokens() * d.hidden : 0;
+    default:
+      return 0;
+  }
+}
+
 Expected<double> run_compute(const ir::Program& program, ir::Rank rank, ir::OpIndex index,
                              const ComputeContext& ctx, const BufferAccess& buffer) {
   const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];

@@ -34,4 +34,12 @@ using BufferAccess = std::function<Expected<std::span<float>>(ir::BufferId)>;
 Expected<double> run_compute(const ir::Program& program, ir::Rank rank, ir::OpIndex index,
                              const ComputeContext& ctx, const BufferAccess& buffer);
 
+/// Scalars at the start of buffer `b` that compute op `op` overwrites without reading them first:
+/// the activation output of forward / embedding_forward, the activation-gradient output of
+/// backward / backward_input / head (tokens x H each); 0 for any other operand (gradients and
+/// accumulate targets are added into, optimizer state and weights are read-modify-write). The
+/// host backend skips zeroing a freshly allocated buffer whose first use overwrites it whole.
+std::size_t compute_overwrites(const ir::RankProgram& rp, const ir::Op& op, ir::BufferId b,
+                               const math::Dims& d);
+
 }  // namespace tawpipe::exec::host

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,12 @@ Nanos clock_now() {
       .count();
 }
 
+/// A buffer's storage: uninitialised on allocation (zeroed only where the IR needs it).
+struct Slab {
+  std::unique_ptr<float[]> p;
+  std::size_t n = 0;  ///< scalars
+};
+
 /// One IR stream's thread and its queue of batches (one op, or one IR group).
 struct StreamThread {
   std::thread thread;
@@ -44,8 +51,19 @@ struct HostBackend::Impl {
   const ir::Program* program = nullptr;
   ir::Rank rank = 0;
   ComputeContext ctx;
-  std::vector<std::vector<float>> data;
+  std::vector<Slab> data;
   std::vector<std::uint8_t> alive;
+  /// Freed storage by scalar count, reused by the next alloc of that size: like a framework's
+  /// caching allocator, so an IR alloc/free costs no mmap, munmap or page faults (freshly
+  /// mapped pages fault on first touch, which cost as much as the GEMMs on this backend).
+  std::multimap<std::size_t, std::unique_ptr<float[]>> pool;
+  /// Per alloc op: its buffers whose first use can read the contents, so they must hold the
+  /// IR's "a fresh buffer is empty (zero)"; the others are overwritten whole first (zeroing
+  /// them would be a hidden memset per alloc). See plan_zeroing().
+  std::vector<std::vector<ir::BufferId>> zero_on_alloc;
+  /// Per persistent buffer that does not keep its contents across iterations: whether
+  /// begin_iteration() must zero it (same rule, first use in the program).
+  std::vector<std::uint8_t> zero_each_iteration;
   std::uint64_t live_bytes = 0, peak_bytes = 0;
   std::vector<MpiComm> comms;                    ///< per IR communicator: point-to-point
   std::vector<std::vector<MpiComm>> coll_comms;  ///< [comm][stream]: collectives
@@ -72,19 +90,44 @@ struct HostBackend::Impl {
                         program->ranks[static_cast<std::size_t>(rank)].buffers[u].name +
                         "' is dead (not allocated)");
     }
-    return std::span<float>(data[u]);
+    return std::span<float>(data[u].p.get(), data[u].n);
   }
 
+  /// Makes `b` live with uninitialised storage (from the pool when one of its size is free).
   void make_alive(ir::BufferId b) {
     const auto u = static_cast<std::size_t>(b);
     const std::uint64_t bytes =
         program->ranks[static_cast<std::size_t>(rank)].buffers[u].size.count();
-    data[u].assign((bytes + 3) / 4, 0.0f);
+    const std::size_t n = (bytes + 3) / 4;
     if (!alive[u]) {
       live_bytes += bytes;
       peak_bytes = std::max(peak_bytes, live_bytes);
     }
     alive[u] = 1;
+    if (data[u].p && data[u].n == n) return;
+    release(u);
+    auto it = pool.find(n);
+    if (it != pool.end()) {
+      data[u].p = std::move(it->second);
+      pool.erase(it);
+    } else {
+      data[u].p = std::make_unique_for_overwrite<float[]>(n);
+    }
+    data[u].n = n;
+#ifndef NDEBUG
+    // Debug builds poison what the IR leaves undefined, so a missed zeroing fails --verify.
+    std::fill_n(data[u].p.get(), n, std::numeric_limits<float>::quiet_NaN());
+#endif
+  }
+
+  void zero(ir::BufferId b) {
+    Slab& s = data[static_cast<std::size_t>(b)];
+    std::fill_n(s.p.get(), s.n, 0.0f);
+  }
+
+  void release(std::size_t u) {
+    if (data[u].p) pool.emplace(data[u].n, std::move(data[u].p));
+    data[u].n = 0;
   }
 
   void kill(ir::BufferId b) {
@@ -92,8 +135,10 @@ struct HostBackend::Impl {
     if (alive[u])
       live_bytes -= program->ranks[static_cast<std::size_t>(rank)].buffers[u].size.count();
     alive[u] = 0;
-    std::vector<float>().swap(data[u]);
+    release(u);
   }
+
+  void plan_zeroing(const ir::RankProgram& rp);
 
   void stream_loop(StreamThread& st) {
     // Sleeps of the MPI waits (mpi_ops.h) are microseconds: without this, Linux rounds every
@@ -135,6 +180,83 @@ std::string at_op(ir::Rank rank, ir::OpIndex index, const Error& e) {
 }
 
 }  // namespace
+
+void HostBackend::Impl::plan_zeroing(const ir::RankProgram& rp) {
+  // Bytes at the start of buffer b that op overwrites without reading them first.
+  auto overwritten = [&](const ir::Op& op, ir::BufferId b) -> std::uint64_t {
+    const auto& reads = ir::reads(rp, op);
+    if (std::find(reads.begin(), reads.end(), b) != reads.end()) return 0;
+    if (op.kind == ir::OpKind::compute) return 4 * compute_overwrites(rp, op, b, ctx.dims);
+    const auto& writes = ir::writes(rp, op);
+    if (writes.empty() || writes[0] != b) return 0;
+    const std::uint64_t floats = op.bytes / 4;
+    switch (op.kind) {
+      case ir::OpKind::recv:
+        return op.bytes;
+      case ir::OpKind::copy:  // run_batch copies min(source, destination, bytes) scalars
+        return std::min(
+            op.bytes, 4 * ((rp.buffers[static_cast<std::size_t>(reads[0])].size.count() + 3) / 4));
+      case ir::OpKind::collective: {
+        const auto m = static_cast<std::uint64_t>(
+            program->communicators[static_cast<std::size_t>(op.comm)].members.size());
+        switch (op.collective) {  // what mpi_ops.cpp writes into the receive buffer
+          case ir::CollectiveKind::broadcast:
+          case ir::CollectiveKind::all_reduce:
+            return 4 * floats;
+          case ir::CollectiveKind::all_gather:
+            return 4 * (floats / m * m);
+          case ir::CollectiveKind::reduce_scatter:
+            return 4 * (floats / m);
+          case ir::CollectiveKind::reduce:  // a non-root's receive buffer is left untouched
+            return 0;
+        }
+        return 0;
+      }
+      default:
+        return 0;
+    }
+  };
+  constexpr ir::OpIndex kNoPending = -1, kIterationStart = -2;
+  std::vector<ir::OpIndex> pending(rp.buffers.size(), kNoPending);  // alloc awaiting first use
+  zero_on_alloc.assign(rp.ops.size(), {});
+  zero_each_iteration.assign(rp.buffers.size(), 0);
+  for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
+    const ir::Buffer& buf = rp.buffers[b];
+    const bool keeps =
+        buf.role == ir::BufferRole::weights || buf.role == ir::BufferRole::master_weights ||
+        buf.role == ir::BufferRole::optimizer_state || buf.initial.kind == ir::TensorKind::weights;
+    if (buf.persistent && !keeps) pending[b] = kIterationStart;
+  }
+  auto use = [&](const ir::Op& op, ir::BufferId b) {
+    const auto u = static_cast<std::size_t>(b);
+    const ir::OpIndex from = pending[u];
+    if (from == kNoPending) return;
+    pending[u] = kNoPending;
+    const std::uint64_t need = 4 * ((rp.buffers[u].size.count() + 3) / 4);
+    if (overwritten(op, b) >= need) return;
+    if (from == kIterationStart) {
+      zero_each_iteration[u] = 1;
+    } else {
+      zero_on_alloc[static_cast<std::size_t>(from)].push_back(b);
+    }
+  };
+  // Program order is execution order for two ops touching one buffer (a write and any other
+  // access are dependency-ordered, and dependencies point backwards), so the first op that
+  // touches a buffer after its alloc is the first to run.
+  for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+    const ir::Op& op = rp.ops[i];
+    if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) {
+      for (ir::BufferId b : ir::writes(rp, op))
+        pending[static_cast<std::size_t>(b)] =
+            op.kind == ir::OpKind::alloc ? static_cast<ir::OpIndex>(i) : kNoPending;
+      continue;
+    }
+    for (ir::BufferId b : ir::reads(rp, op))
+      use(op, b);
+    for (ir::BufferId b : ir::writes(rp, op))
+      use(op, b);
+  }
+}
 
 Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted, bool blocking) {
   const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
@@ -358,7 +480,8 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   }
 
   // Buffers: persistent ones live from the start with their initial contents.
-  m.data.assign(rp.buffers.size(), {});
+  m.data.clear();
+  m.data.resize(rp.buffers.size());
   m.alive.assign(rp.buffers.size(), 0);
   m.live_bytes = m.peak_bytes = 0;
   for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
@@ -366,12 +489,15 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
     if (!buf.persistent) continue;
     m.make_alive(static_cast<ir::BufferId>(b));
     if (buf.initial.kind == ir::TensorKind::weights) {
-      const std::size_t n = m.data[b].size();
-      math::fill_initial_weights(m.ctx.dims, m.ctx.seed, buf.initial.layer_begin,
-                                 buf.initial.layer_end,
-                                 static_cast<std::size_t>(buf.initial.piece) * n, m.data[b]);
+      const std::size_t n = m.data[b].n;
+      math::fill_initial_weights(
+          m.ctx.dims, m.ctx.seed, buf.initial.layer_begin, buf.initial.layer_end,
+          static_cast<std::size_t>(buf.initial.piece) * n, std::span<float>(m.data[b].p.get(), n));
+    } else {
+      m.zero(static_cast<ir::BufferId>(b));  // optimizer state and the like start at zero
     }
   }
+  m.plan_zeroing(rp);
   // One thread per stream this rank uses (a second prepare() keeps the running ones).
   m.streams.resize(program.streams.size());
   for (const ir::Op& op : rp.ops) {
@@ -395,10 +521,7 @@ Status HostBackend::begin_iteration(std::int64_t step) {
       m.kill(id);
       continue;
     }
-    const bool keeps =
-        buf.role == ir::BufferRole::weights || buf.role == ir::BufferRole::master_weights ||
-        buf.role == ir::BufferRole::optimizer_state || buf.initial.kind == ir::TensorKind::weights;
-    if (!keeps) std::fill(m.data[b].begin(), m.data[b].end(), 0.0f);
+    if (m.zero_each_iteration[b]) m.zero(id);
   }
   return Status::success();
 }
@@ -417,6 +540,10 @@ Status HostBackend::issue(std::span<const ir::OpIndex> ops) {
         } else {
           m.kill(b);
         }
+      }
+      if (op.kind == ir::OpKind::alloc) {
+        for (ir::BufferId b : m.zero_on_alloc[static_cast<std::size_t>(index)])
+          m.zero(b);
       }
       m.local_done.push_back({index, t, clock_now()});
     } else {
@@ -464,7 +591,7 @@ std::uint64_t HostBackend::peak_bytes() const {
 std::span<const float> HostBackend::buffer_data(ir::BufferId buffer) const {
   const auto u = static_cast<std::size_t>(buffer);
   if (u >= impl_->data.size() || !impl_->alive[u]) return {};
-  return impl_->data[u];
+  return {impl_->data[u].p.get(), impl_->data[u].n};
 }
 
 }  // namespace tawpipe::exec::host

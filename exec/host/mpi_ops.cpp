@@ -85,7 +85,8 @@ Status run_collective(const CollectiveArgs& a) {
     case ir::CollectiveKind::reduce_scatter: {
       const int piece = count / a.size;
       if (in_place) {
-        std::vector<float> staging(static_cast<std::size_t>(piece));
+        thread_local std::vector<float> staging;  // MPI's output, kept across calls (no faults)
+        staging.resize(static_cast<std::size_t>(piece));
         TAWPIPE_MPI(
             MPI_Reduce_scatter_block(a.send, staging.data(), piece, MPI_FLOAT, MPI_SUM, a.comm));
         std::copy(staging.begin(), staging.end(), a.recv);

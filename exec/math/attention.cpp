@@ -8,24 +8,52 @@
 
 namespace tawpipe::exec::math {
 
-void rope(const Dims& d, float* x, bool inverse) {
+namespace {
+
+/// cos and sin (sin negated for the inverse) of pos * base^(-2i/d) for every position and pair:
+/// computed once per thread and shape, as a framework caches its rotary tables (recomputing
+/// them per call cost seq_len * head_dim / 2 sincos per rotation).
+struct RopeTable {
+  std::size_t seq_len = 0, head_dim = 0;
+  float base = 0.0f;
+  std::vector<float> cos_t, sin_t;
+};
+
+const RopeTable& rope_table(const Dims& d) {
+  thread_local RopeTable t;
+  if (t.seq_len == d.seq_len && t.head_dim == d.head_dim && t.base == d.rope_base) return t;
   const std::size_t half = d.head_dim / 2;
-  std::vector<float> cos_t(d.seq_len * half), sin_t(d.seq_len * half);
+  t.cos_t.assign(d.seq_len * half, 0.0f);
+  t.sin_t.assign(d.seq_len * half, 0.0f);
   for (std::size_t p = 0; p < d.seq_len; ++p) {
     for (std::size_t i = 0; i < half; ++i) {
       const double freq = std::pow(static_cast<double>(d.rope_base),
                                    -2.0 * static_cast<double>(i) / static_cast<double>(d.head_dim));
       const double angle = static_cast<double>(p) * freq;
-      cos_t[p * half + i] = static_cast<float>(std::cos(angle));
-      sin_t[p * half + i] = static_cast<float>(std::sin(angle) * (inverse ? -1.0 : 1.0));
+      t.cos_t[p * half + i] = static_cast<float>(std::cos(angle));
+      t.sin_t[p * half + i] = static_cast<float>(std::sin(angle));
     }
   }
+  t.seq_len = d.seq_len;
+  t.head_dim = d.head_dim;
+  t.base = d.rope_base;
+  return t;
+}
+
+}  // namespace
+
+void rope(const Dims& d, float* x, bool inverse) {
+  const std::size_t half = d.head_dim / 2;
+  const RopeTable& table = rope_table(d);
+  const float* cos_t = table.cos_t.data();
+  const float* sin_t = table.sin_t.data();
   for (std::size_t t = 0; t < d.tokens(); ++t) {
     const std::size_t p = t % d.seq_len;
     for (std::size_t h = 0; h < d.heads; ++h) {
       float* row = x + t * d.hidden + h * d.head_dim;
       for (std::size_t i = 0; i < half; ++i) {
-        const float c = cos_t[p * half + i], s = sin_t[p * half + i];
+        const float c = cos_t[p * half + i];
+        const float s = inverse ? -sin_t[p * half + i] : sin_t[p * half + i];
         const float a = row[2 * i], b = row[2 * i + 1];
         row[2 * i] = a * c - b * s;
         row[2 * i + 1] = a * s + b * c;
@@ -65,7 +93,8 @@ void attention_backward(const Dims& d, const float* q, const float* k, const flo
                         const float* probs, const float* dout, float* dq, float* dk, float* dv) {
   const std::size_t S = d.seq_len, H = d.hidden, hd = d.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  std::vector<float> ds(S * S);
+  thread_local std::vector<float> ds;  // dP, then dS: overwritten per head, kept across calls
+  if (ds.size() < S * S) ds.resize(S * S);
   for (std::size_t b = 0; b < d.batch; ++b) {
     for (std::size_t h = 0; h < d.heads; ++h) {
       const std::size_t base = b * S * H + h * hd;
