@@ -35,12 +35,12 @@ struct SimOptions {
   /// The model the program was generated from, for model FLOPs (MFU). Without it, model_flops
   /// and MFU are reported as 0.
   std::optional<model::ModelConfig> model;
-  /// Relative slow-down of compute ops that start while a communication op of the same rank is
-  /// in flight (NCCL kernels occupy SMs and HBM bandwidth). Default 0: the slow-down depends on
-  /// NCCL's channel count, protocol and the kernel mix, and we found no published measurement
-  /// for our configurations; 0 makes overlapped schedules optimistic, which the report's
-  /// exposed-communication figures make visible. Set it from a measurement (e.g. 0.1).
-  double sm_contention = 0.0;
+  /// Contention of communication kernels with compute on the same GPU (sim/run/contention.cpp):
+  /// negative (default) = modelled from each NCCL operation's channels (one SM each, held while
+  /// the kernel runs) and its bus traffic through HBM; 0 = off; > 0 = a flat relative slow-down
+  /// of compute ops that start while a communication op of their rank is in flight (an override,
+  /// e.g. from a measurement).
+  double sm_contention = -1.0;
   MemoryOptions memory;
   /// Keep per-op start/end records in the report (`Report::ops`).
   bool record_ops = false;

@@ -68,7 +68,7 @@ struct Options {
   std::vector<std::string> sweeps;
   std::string format = "table";
   std::string profile_file;
-  double sm_contention = 0.0;
+  double sm_contention = -1.0;  // negative: modelled
   std::string nccl_algo = "auto";
   int jobs = 0;
   std::string dot_file;
@@ -212,7 +212,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
     options.profile = std::move(*profile);
     options.profile_name = std::filesystem::path(o.profile_file).filename().string();
   }
-  if (!(o.sm_contention >= 0.0 && o.sm_contention < 1.0)) {
+  if (o.sm_contention != -1.0 && !(o.sm_contention >= 0.0 && o.sm_contention < 1.0)) {
     return fail(
         make_error("--sm-contention must be in [0, 1), got " + std::to_string(o.sm_contention)));
   }
@@ -316,7 +316,8 @@ int main_command(const std::vector<std::string>& args) {
     ("trace-ranks", po::value(&o.trace_ranks)->multitoken(), "keep only these ranks in traces")
     ("profile", po::value(&o.profile_file), "calibration profile (YAML from tawexec calibrate)")
     ("sm-contention", po::value(&o.sm_contention),
-     "compute slow-down while communication runs on the same GPU, e.g. 0.1 [0]")
+     "override the modelled slow-down of compute while NCCL kernels run on the same GPU with a "
+     "flat factor, e.g. 0.1; 0 = none [modelled from channels, SMs and bus traffic]")
     ("no-fold", po::bool_switch(&o.no_fold),
      "simulate every micro-batch instead of extrapolating repeated rounds (sim/fold/fold.h)")
     ("nccl-algo", po::value(&o.nccl_algo),

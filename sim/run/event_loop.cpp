@@ -42,6 +42,8 @@ void Executor::start_op(std::size_t g) {
         memory_->add(r, MemoryKind::workspace, op.bytes, now);
       if (cores_) {
         start_compute_on_core(g, t);
+      } else if (contention_model_) {
+        start_compute_contended(g, t);
       } else {
         engine_.schedule_after(t, Event{handler_, kOpDone, g});
       }
@@ -77,6 +79,7 @@ void Executor::complete_op(std::size_t g) {
   if (is_compute(op.kind)) {
     account(r);
     --clock_[idx(r)].compute_running;
+    if (contention_model_) finish_compute_contended(g);
     if (op.kind == ir::OpKind::compute && op.bytes > 0)
       memory_->remove(r, MemoryKind::workspace, op.bytes, engine_.now());
   } else if (is_comm(op.kind)) {

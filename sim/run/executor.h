@@ -35,11 +35,16 @@
 namespace tawpipe::sim {
 
 /// What the executor needs besides the program and topology.
+/// ExecOptions::sm_contention: model the contention from channels, SMs and bus traffic.
+inline constexpr double kModelContention = -1.0;
+
 struct ExecOptions {
   const profile::Profile* profile = nullptr;  ///< may be null
-  /// Relative slow-down of a compute op that starts while a communication op of its rank is in
-  /// flight (SM contention). 0 = none.
-  double sm_contention = 0.0;
+  /// Communication kernels' contention with compute (contention.cpp): kModelContention (< 0)
+  /// derives it from each NCCL operation's channels (SMs held) and bus traffic (HBM) on GPU
+  /// ranks; 0 turns it off; > 0 overrides it with a flat relative slow-down of compute ops that
+  /// start while a communication op of their rank is in flight.
+  double sm_contention = kModelContention;
   MemoryOptions memory;
   bool record_link_usage = false;  ///< keep per-link usage samples (trace counter tracks)
   bool record_memory = false;      ///< keep per-rank memory samples (trace counter tracks)

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/compute/compute_model.h"
@@ -40,6 +41,12 @@ inline bool is_compute(ir::OpKind k) {
   return k == ir::OpKind::compute || k == ir::OpKind::copy;
 }
 
+/// What the communication kernels running on one GPU take from compute (contention.cpp).
+struct CommLoad {
+  std::int32_t sms = 0;  ///< SMs held: one per NCCL channel (one CTA per channel)
+  double hbm = 0.0;      ///< HBM bytes/s their copies and reductions move
+};
+
 struct Instance {
   ir::CommId comm = 0;
   std::uint32_t ops_offset = 0;  ///< into inst_ops_, one slot per member position
@@ -47,6 +54,7 @@ struct Instance {
   std::int32_t outstanding = 0;
   std::int32_t root_member = -1;
   std::int32_t members = 0;
+  CommLoad load;  ///< per member GPU while the collective runs (contention model)
 };
 
 /// The executor's compact copy of one op: everything the event loop needs, so that it never walks
@@ -62,14 +70,29 @@ struct RtOp {
   std::uint8_t state = 0;  ///< 0 waiting, 1 posted, 2 done
   /// alloc/free: the MemoryKind of every listed buffer, or kMixedKinds (look them up).
   std::uint8_t mem_kind = static_cast<std::uint8_t>(MemoryKind::workspace);
+  /// Compute and copy ops: share of the duration in memory-bound kernels, in 1/255 (contention
+  /// model: those slow with HBM traffic, the rest with SMs held by communication kernels).
+  std::uint8_t mem_share = 0;
 };
 
 inline constexpr std::uint8_t kMixedKinds = 0xff;
+
+/// A compute or copy op in progress under the contention model: its remaining work (time alone
+/// on the GPU) and its current slow-down.
+struct RunningCompute {
+  std::uint32_t g = 0;
+  double work_ps = 0.0;
+  double factor = 1.0;
+  SimTime last;
+  EventHandle done;
+};
 
 struct RankClock {
   SimTime last;
   std::int32_t compute_running = 0;
   std::int32_t comm_running = 0;
+  CommLoad load;                        ///< contention model only
+  std::vector<RunningCompute> running;  ///< contention model only
 };
 
 /// Runs one program: `prepare` builds the tables, `run` drives the event loop to the end.
@@ -139,6 +162,18 @@ class Executor {
   void start_p2p_shm(std::size_t send_g);
   void start_collective_shm(std::uint32_t inst);
   void on_core_done(std::uint64_t token);
+  // Contention of communication kernels with compute on GPUs (contention.cpp).
+  void init_contention();
+  double contention_factor(ir::Rank r, std::uint8_t mem_share) const;
+  void start_compute_contended(std::size_t g, SimTime work);
+  void finish_compute_contended(std::size_t g);
+  /// Adds (sign +1) or removes (-1) a communication kernel's load on rank `r` and re-rates the
+  /// compute ops running there.
+  void shift_load(ir::Rank r, const CommLoad& load, int sign);
+  CommLoad collective_load(const CollectiveChoice& choice, ir::CollectiveKind kind) const;
+  CommLoad p2p_load(int channels, double bound) const;
+  /// Share of compute op `op`'s kernel time in memory-bound kernel classes, in 1/255.
+  std::uint8_t memory_bound_share(const ir::Op& op, const RtOp& rt) const;
   /// Completes the zero-time ops (alloc, free) queued while handling the current event, in
   /// order; they may release more. Cheaper than a zero-delay event per op, and not recursive.
   void drain() {
@@ -191,6 +226,10 @@ class Executor {
   std::unique_ptr<MpiShmModel> shm_;    ///< CPU topologies only
   std::vector<int> scratch_cores_;
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
+  bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it
+  std::vector<double> rank_sms_;   ///< SM count of each rank's GPU (0: no contention)
+  std::vector<double> rank_hbm_;   ///< HBM bandwidth of each rank's GPU, bytes/s
+  std::unordered_map<std::size_t, CommLoad> p2p_loads_;  ///< by send op while the pair runs
 };
 
 }  // namespace tawpipe::sim::detail

@@ -44,10 +44,12 @@ Status Executor::build_units() {
         case ir::OpKind::compute:
           if (op.cost != ir::kNone) rt.bytes = program_.costs[idx(op.cost)].workspace_bytes;
           rt.duration = compute_.op_time(rt.rank, op);
+          if (contention_model_ && op.cost != ir::kNone) rt.mem_share = memory_bound_share(op, rt);
           break;
         case ir::OpKind::copy:
           rt.bytes = op.bytes;
           rt.duration = compute_.op_time(rt.rank, op);
+          rt.mem_share = 255;  // a copy only moves bytes
           break;
         case ir::OpKind::alloc:
         case ir::OpKind::free: {
@@ -227,6 +229,7 @@ Status Executor::build_collectives() {
 }
 
 Status Executor::prepare() {
+  init_contention();
   TAWPIPE_TRY(build_units());
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());

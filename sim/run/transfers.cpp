@@ -16,6 +16,13 @@ void Executor::on_transfer_done(std::uint64_t token) {
   }
   const std::size_t send_g = idx(token);
   const std::size_t recv_g = idx(rt_[send_g].link);
+  if (contention_model_) {
+    if (const auto it = p2p_loads_.find(send_g); it != p2p_loads_.end()) {
+      shift_load(rt_[send_g].rank, it->second, -1);
+      shift_load(rt_[recv_g].rank, it->second, -1);
+      p2p_loads_.erase(it);
+    }
+  }
   complete_op(send_g);
   complete_op(recv_g);
   drain();
@@ -42,6 +49,14 @@ void Executor::start_p2p(std::size_t send_g) {
   const CollectivePlanner::P2pChoice c = planner_.p2p(op_at(send_g).comm, src, dst, op.bytes);
   res_.last_channels = c.channels;
   res_.last_protocol = nccl::Proto::simple;
+  if (contention_model_) {
+    const CommLoad load = p2p_load(c.channels, c.bound);
+    if (load.sms > 0 || load.hbm > 0.0) {
+      p2p_loads_.emplace(send_g, load);
+      shift_load(src, load, +1);
+      shift_load(dst, load, +1);
+    }
+  }
   const SimTime latency = c.measured ? SimTime() : network_.path_latency(route) + c.extra_latency;
   network_.start(route, bytes, latency, send_g, c.bound);
 }
@@ -57,6 +72,13 @@ void Executor::start_collective(std::uint32_t inst) {
   res_.last_channels = choice.channels;
   res_.last_protocol = choice.proto;
   const auto& members = program_.communicators[idx(in.comm)].members;
+  if (contention_model_) {
+    in.load = collective_load(choice, op.collective);
+    if (in.load.sms > 0 || in.load.hbm > 0.0) {
+      for (const ir::Rank m : members)
+        shift_load(m, in.load, +1);
+    }
+  }
   // All rings (tree channels) of the collective form ONE solver variable (collectives.h): links
   // used several times get the summed coefficient, and the collective ends with its slowest
   // channel.
@@ -87,7 +109,12 @@ void Executor::start_collective(std::uint32_t inst) {
 
 void Executor::complete_collective(std::uint32_t inst) {
   const Instance& in = instances_[inst];
-  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  const std::size_t n = members.size();
+  if (contention_model_ && (in.load.sms > 0 || in.load.hbm > 0.0)) {
+    for (const ir::Rank m : members)
+      shift_load(m, in.load, -1);
+  }
   for (std::size_t m = 0; m < n; ++m)
     complete_op(idx(inst_ops_[in.ops_offset + m]));
 }

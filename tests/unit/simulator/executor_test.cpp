@@ -44,7 +44,8 @@ TEST(Executor, StreamFifoAndDependencies) {
 // communicator opens 2 P2P channels to a network peer (10 MB > 4 x 128 KiB per channel), each one
 // TCP connection of ~2.5 GB/s: 5 GB/s, under the line's 12.5 x 0.54. A 10 MB shard then takes
 // ~2 ms + latency, less than the ~37 ms slot (1e13 FLOP at R), so the prefetch is hidden:
-// iteration = 2 x slot time exactly and rank 0 has no exposed comm.
+// iteration = 2 x slot time exactly and rank 0 has no exposed comm. (Contention of the P2P
+// kernel with the compute is turned off here; ContentionFromChannels below prices it.)
 TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
   const topo::Topology t = testing::shipped("3x8-a100");
   ir::ProgramBuilder b(testing::header_for(t, 9), 9);
@@ -61,7 +62,9 @@ TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
   b.compute(0, 0, ir::ComputeKind::forward, 1, 2, 0, c, {w1}, {}, deps);
   b.send(8, prefetch, 0, pair, shard, own);
   const ir::Program p = std::move(b).finish();
-  auto r = simulate(p, t, SimOptions{});
+  SimOptions no_contention;
+  no_contention.sm_contention = 0.0;
+  auto r = simulate(p, t, no_contention);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->iteration_time, gemm_time(1e13) * 2);
   EXPECT_EQ(r->rank_stats[0].exposed_comm, SimTime());
@@ -75,7 +78,7 @@ TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
   auto slow = topo::load_topology_file(topo::topology_dir() / "3x8-a100.yaml",
                                        {{"inter_node.nic.bandwidth", "1Gb/s"}});
   ASSERT_TRUE(slow.ok()) << slow.error().to_string();
-  auto r2 = simulate(p, *slow, SimOptions{});
+  auto r2 = simulate(p, *slow, no_contention);
   ASSERT_TRUE(r2.ok());
   EXPECT_GT(r2->iteration_time, gemm_time(1e13) * 2);
   EXPECT_GT(r2->rank_stats[0].exposed_comm, SimTime::ms(50));
@@ -268,6 +271,44 @@ TEST(Executor, SmContentionSlowsOverlappedCompute) {
   EXPECT_EQ(compute.end - compute.start,
             SimTime::ps(static_cast<std::int64_t>(
                 std::ceil(static_cast<double>(gemm_time(1e12).picoseconds()) * 1.5))));
+}
+
+// The modelled contention (sim/run/contention.cpp), derived by hand. The same slot as above: the
+// socket P2P runs on 2 NCCL channels, i.e. 2 of the A100's 108 SMs, for d = its duration (rank
+// 0's comm_sum) from t = 0, while compute op 1 -- a pure GEMM cost, no memory-bound kernels, so
+// no HBM term -- runs at (108 - 2) / 108 of its rate. After d it runs alone again:
+//     op 1 ends at d + (W - d x 106/108),  op 2 then takes W:
+//     iteration = 2 W + d x (1 - 106/108),  W = gemm_time(1e13).
+// The sender (rank 8) computes nothing, so only rank 0 slows.
+TEST(Executor, ContentionFromChannels) {
+  const topo::Topology t = testing::shipped("3x8-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 9), 9);
+  const ir::StreamId prefetch = b.stream("prefetch");
+  const ir::CommId pair = b.communicator("pair0-8", {0, 8});
+  const ir::CostId c = b.cost(testing::gemm_cost(1e13));
+  const Bytes shard(10'000'000);
+  const ir::BufferId w0 = b.buffer(0, "w.k", shard, ir::BufferRole::weight_staging, true);
+  const ir::BufferId w1 = b.buffer(0, "w.k1", shard, ir::BufferRole::weight_staging, true);
+  const ir::BufferId own = b.buffer(8, "w.own", shard, ir::BufferRole::weights, true);
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, c, {w0}, {});
+  const ir::OpIndex rcv = b.recv(0, prefetch, 8, pair, shard, w1);
+  const ir::OpIndex deps[] = {rcv};
+  b.compute(0, 0, ir::ComputeKind::forward, 1, 2, 0, c, {w1}, {}, deps);
+  b.send(8, prefetch, 0, pair, shard, own);
+  const ir::Program p = std::move(b).finish();
+  auto r = simulate(p, t, SimOptions{});  // default: modelled contention
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const double d = static_cast<double>(r->rank_stats[0].comm_sum.picoseconds());
+  const double want =
+      2.0 * static_cast<double>(gemm_time(1e13).picoseconds()) + d * (1.0 - 106.0 / 108.0);
+  EXPECT_NEAR(static_cast<double>(r->iteration_time.picoseconds()), want, 4.0);
+  EXPECT_GT(r->iteration_time, gemm_time(1e13) * 2);
+  // Off (0) and a flat override leave the modelled path.
+  SimOptions off;
+  off.sm_contention = 0.0;
+  auto r0 = simulate(p, t, off);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0->iteration_time, gemm_time(1e13) * 2);
 }
 
 }  // namespace
