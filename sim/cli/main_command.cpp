@@ -2,6 +2,7 @@
 // overrides), then lists, prints, emits IR or simulates.
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <filesystem>
 
 #include <cstdio>
@@ -64,7 +65,7 @@ struct Options {
   std::string emit_chakra;
   std::string report_file;
   std::string trace_file;
-  std::vector<int> trace_ranks;
+  std::vector<std::string> trace_ranks;  // "0 1 8" or "0,1,8"
   std::vector<std::string> sweeps;
   std::string format = "table";
   std::string profile_file;
@@ -246,7 +247,21 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
 
   if (!o.shard.empty()) return fail(make_error("--shard slices a --sweep; give one"));
   RunOutputs outputs{o.report_file, o.trace_file, o.emit_ir, {}};
-  for (int r : o.trace_ranks) {
+  std::vector<int> trace_ranks;
+  for (const std::string& arg : o.trace_ranks) {
+    std::size_t pos = 0;
+    while (pos <= arg.size()) {
+      const std::size_t comma = std::min(arg.find(',', pos), arg.size());
+      const std::string item = arg.substr(pos, comma - pos);
+      int r = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), r);
+      if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+        return fail(make_error("--trace-ranks: '" + arg + "' is not a list of ranks (e.g. 0,1,8)"));
+      trace_ranks.push_back(r);
+      pos = comma + 1;
+    }
+  }
+  for (int r : trace_ranks) {
     if (r < 0 || r >= w.topology.num_gpus()) {
       return fail(make_error("--trace-ranks: rank " + std::to_string(r) + " is not in 0.." +
                              std::to_string(w.topology.num_gpus() - 1)));
@@ -313,7 +328,7 @@ int main_command(const std::vector<std::string>& args) {
     ("report", po::value(&o.report_file), "write each method's report (JSON) to FILE ('{}' = method)")
     ("trace", po::value(&o.trace_file), "write each method's Chrome/Perfetto trace to FILE ('{}' = "
                                         "method)")
-    ("trace-ranks", po::value(&o.trace_ranks)->multitoken(), "keep only these ranks in traces")
+    ("trace-ranks", po::value(&o.trace_ranks)->multitoken(), "keep only these ranks in traces (e.g. 0,1,8)")
     ("profile", po::value(&o.profile_file), "calibration profile (YAML from tawexec calibrate)")
     ("sm-contention", po::value(&o.sm_contention),
      "override the modelled slow-down of compute while NCCL kernels run on the same GPU with a "
