@@ -311,5 +311,39 @@ TEST(Executor, ContentionFromChannels) {
   EXPECT_EQ(r0->iteration_time, gemm_time(1e13) * 2);
 }
 
+// The HBM term of the contention model, derived by hand: on dgx-a100 a 4 GiB P2P from rank 0
+// to rank 1 forced onto 4 channels (NCCL_MIN/MAX_NCHANNELS = 4) is bounded at 4 x 9 GB/s per
+// channel = 36 GB/s and, as a copy, moves 2 HBM bytes per bus byte: u = 72e9 / 2039e9 (the A100's
+// HBM). A local copy op of rank 0 (all memory-bound) running inside that transfer takes
+// W / (1 - u); its 4 SMs do not matter to it.
+TEST(Executor, ContentionHbmTermSlowsMemoryBoundOps) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 2), 2);
+  const ir::StreamId comm = b.stream("comm");
+  const ir::CommId pair = b.communicator("pair", {0, 1});
+  const ir::BufferId s = b.buffer(0, "s", Bytes::gib(4), ir::BufferRole::workspace, true);
+  const ir::BufferId d = b.buffer(1, "d", Bytes::gib(4), ir::BufferRole::workspace, true);
+  const ir::BufferId x = b.buffer(0, "x", Bytes::gib(1), ir::BufferRole::workspace, true);
+  const ir::BufferId y = b.buffer(0, "y", Bytes::gib(1), ir::BufferRole::workspace, true);
+  b.send(0, comm, 1, pair, Bytes::gib(4), s);
+  b.copy(0, 0, x, y, Bytes::gib(1));
+  b.recv(1, comm, 0, pair, Bytes::gib(4), d);
+  const ir::Program p = std::move(b).finish();
+  SimOptions o;
+  o.record_ops = true;
+  o.nccl.tuner.min_channels = 4;
+  o.nccl.tuner.max_channels = 4;
+  SimOptions off = o;
+  off.sm_contention = 0.0;
+  auto alone = simulate(p, t, off);
+  auto r = simulate(p, t, o);
+  ASSERT_TRUE(alone.ok() && r.ok());
+  const double w = static_cast<double>((alone->ops[1].end - alone->ops[1].start).picoseconds());
+  const double u = 2.0 * 4.0 * 9e9 / 2039e9;
+  const double got = static_cast<double>((r->ops[1].end - r->ops[1].start).picoseconds());
+  EXPECT_NEAR(got, std::ceil(w / (1.0 - u)), 1.0);
+  EXPECT_GT(got, w * 1.03);  // u = 3.5 %: a visible slow-down, not rounding
+}
+
 }  // namespace
 }  // namespace tawpipe::sim
