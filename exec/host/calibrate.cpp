@@ -19,12 +19,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Seconds per call of `f`, repeated for at least `budget` seconds (best of the batches).
+/// Seconds per call of `f`: one batch (a tenth of `budget`) discarded as warm-up (caches, lazy
+/// initialisation, the workspaces of math/), then the median of the batch means over at least
+/// 5 batches. The median, not the best batch: the run sees the same interference (timer ticks,
+/// other threads) that the slower batches saw, and one lucky batch is not the typical rate.
 double time_per_call(const std::function<void()>& f, double budget) {
-  f();  // warm up caches and lazy initialisation
-  double best = 1e30;
-  const auto stop = Clock::now() + std::chrono::duration<double>(budget);
-  do {
+  auto batch = [&] {
     int calls = 0;
     const auto t0 = Clock::now();
     double elapsed = 0.0;
@@ -33,9 +33,17 @@ double time_per_call(const std::function<void()>& f, double budget) {
       ++calls;
       elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     } while (elapsed < budget / 10);
-    best = std::min(best, elapsed / calls);
-  } while (Clock::now() < stop);
-  return best;
+    return elapsed / calls;
+  };
+  batch();  // warm-up
+  std::vector<double> means;
+  const auto stop = Clock::now() + std::chrono::duration<double>(budget);
+  do {
+    means.push_back(batch());
+  } while (means.size() < 5 || Clock::now() < stop);
+  std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2),
+                   means.end());
+  return means[means.size() / 2];
 }
 
 }  // namespace
@@ -53,12 +61,17 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
   const double budget = o.seconds_per_figure;
 
-  // Compute figures: measured on rank 0 alone, while the other ranks wait without spinning, so
-  // that a rank sharing its core (ranks_per_core > 1) does not halve them: the simulator shares
-  // the core itself (sim/run/core_sharing.h).
+  // Compute figures: measured at once on the first rank of every core (every core busy, as in a
+  // run, where the cores share the last-level cache and memory bandwidth), while the other ranks
+  // of a core wait without spinning, so that a rank sharing its core (ranks_per_core > 1) does
+  // not halve them: the simulator shares the core itself (sim/run/core_sharing.h). Rank 0's
+  // figures go into the profile. Without a host section, rank 0 measures alone.
+  const int per_core = o.host ? std::max(o.host->ranks_per_core, 1) : world;
+  const bool measures = rank % per_core == 0;
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
-  if (rank == 0) {
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  if (measures) {
     // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
     // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
     struct Shape {
@@ -88,7 +101,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
       points.push_back(pt);
     }
   }
-  if (rank == 0) {  // Attention forward and backward at the block's shape.
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  if (measures) {  // Attention forward and backward at the block's shape.
     std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), out(T * H), dq(T * H),
         dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
     const double seq = static_cast<double>(d.seq_len);
@@ -115,7 +129,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     dev.kernels[model::KernelClass::attention_fwd] = {point(flops / fwd)};
     dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / bwd)};
   }
-  if (rank == 0) {
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  if (measures) {
     // Memory-bound classes over the activations of one micro-batch (T x H floats, and T x F for
     // the activation): RMSNorm reads x and writes y; SwiGLU reads 2 and writes 1; a residual
     // add reads 2 and writes 1; a copy reads and writes. Classes not measured here get the

@@ -2,7 +2,8 @@
 /// `tawexec calibrate --backend host`: micro-benchmarks of this machine as the host backend uses
 /// it, turned into a calibration profile (common/profile/profile.h) for `tawsim --profile`.
 ///
-/// Measured (compute on rank 0 alone, the other ranks sleeping): GEMM FLOP/s at each GEMM shape
+/// Measured (compute on the first rank of every core at once, the other ranks sleeping; medians
+/// of repeated batches after a warm-up; rank 0's figures): GEMM FLOP/s at each GEMM shape
 /// of the block (forward and weight-gradient shapes of the model at --seq-len), attention
 /// forward and backward FLOP/s at the block's shape (counted as common/model/cost.h counts them:
 /// causal, 2*S^2*H forward, 2.5x backward), the bandwidth of norm, activation, residual and copy

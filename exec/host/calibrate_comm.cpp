@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 #include "common/ir/builder.h"
@@ -26,12 +27,32 @@ Status wait_one(PostedOp& op) {
       std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr);
 }
 
-/// Repetitions for a point whose first call took `first` seconds (same on every rank: the
-/// slowest rank's figure decides).
-Expected<int> reps_for(double first, double budget, MPI_Comm comm) {
-  double worst = 0.0;
+/// Seconds per call of `once` (a collective step every rank of `comm` takes): two calls of
+/// warm-up (connection set-up, first touch of the buffers), then kBatches batches of equal
+/// length, each batch's mean taken on its slowest rank (that rank's figure decides a collective),
+/// and the median batch. Medians of repeats keep one descheduled batch from bending a curve
+/// (single passes gave a 150 us 8-byte sendrecv next to a 7 us 4 KiB one).
+constexpr int kBatches = 5;
+Expected<double> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm) {
+  TAWPIPE_TRY(quiet_barrier(comm));
+  TAWPIPE_TRY(once());
+  auto t0 = Clock::now();
+  TAWPIPE_TRY(once());
+  double first = std::chrono::duration<double>(Clock::now() - t0).count(), worst = 0.0;
   TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return std::clamp(static_cast<int>(budget / std::max(worst, 1e-7)), 3, 200);
+  const int reps = std::clamp(static_cast<int>(budget / kBatches / std::max(worst, 1e-7)), 2, 100);
+  std::vector<double> batches;
+  for (int k = 0; k < kBatches; ++k) {
+    TAWPIPE_TRY(quiet_barrier(comm));
+    t0 = Clock::now();
+    for (int i = 0; i < reps; ++i)
+      TAWPIPE_TRY(once());
+    double mine = std::chrono::duration<double>(Clock::now() - t0).count() / reps, slowest = 0.0;
+    TAWPIPE_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm));
+    batches.push_back(slowest);
+  }
+  std::sort(batches.begin(), batches.end());
+  return batches[batches.size() / 2];
 }
 
 Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
@@ -43,30 +64,20 @@ Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
   const std::uint64_t unit = 4 * static_cast<std::uint64_t>(size);
   bytes = std::max(unit, bytes / unit * unit);
   std::vector<float> send(bytes / 4, 1.0f), recv(bytes / 4, 0.0f);
-  auto once = [&]() -> Status {
-    CollectiveArgs a;
-    a.kind = kind;
-    a.send = send.data();
-    a.recv = recv.data();
-    a.bytes = bytes;
-    a.me = me;
-    a.size = size;
-    a.root = 0;
-    a.comm = comm;
-    return run_collective(a);  // as the stream threads run a collective
-  };
-  TAWPIPE_TRY(quiet_barrier(comm));
-  auto t0 = Clock::now();
-  TAWPIPE_TRY(once());
-  auto reps = reps_for(std::chrono::duration<double>(Clock::now() - t0).count(), budget, comm);
-  if (!reps.ok()) return reps.error();
-  TAWPIPE_TRY(quiet_barrier(comm));
-  t0 = Clock::now();
-  for (int i = 0; i < *reps; ++i)
-    TAWPIPE_TRY(once());
-  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / *reps, worst = 0.0;
-  TAWPIPE_MPI(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return worst;
+  return time_batches(
+      [&]() -> Status {
+        CollectiveArgs a;
+        a.kind = kind;
+        a.send = send.data();
+        a.recv = recv.data();
+        a.bytes = bytes;
+        a.me = me;
+        a.size = size;
+        a.root = 0;
+        a.comm = comm;
+        return run_collective(a);  // as the stream threads run a collective
+      },
+      budget, comm);
 }
 
 /// One-way time between ranks 0 and 1 of `comm` (half a ping-pong).
@@ -74,28 +85,19 @@ Expected<double> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget
   int me = 0;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   std::vector<char> buf(std::max<std::uint64_t>(bytes, 1));
-  auto round_trip = [&]() -> Status {
-    for (int leg = 0; leg < 2; ++leg) {
-      PostedOp op;
-      const bool send = (leg == 0) == (me == 0);
-      TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op));
-      TAWPIPE_TRY(wait_one(op));
-    }
-    return Status::success();
-  };
-  TAWPIPE_TRY(quiet_barrier(comm));
-  auto t0 = Clock::now();
-  TAWPIPE_TRY(round_trip());
-  auto reps = reps_for(std::chrono::duration<double>(Clock::now() - t0).count(), budget, comm);
-  if (!reps.ok()) return reps.error();
-  TAWPIPE_TRY(quiet_barrier(comm));
-  t0 = Clock::now();
-  for (int i = 0; i < *reps; ++i)
-    TAWPIPE_TRY(round_trip());
-  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / (2.0 * *reps);
-  double worst = 0.0;
-  TAWPIPE_MPI(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return worst;
+  auto round_trip = time_batches(
+      [&]() -> Status {
+        for (int leg = 0; leg < 2; ++leg) {
+          PostedOp op;
+          const bool send = (leg == 0) == (me == 0);
+          TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op));
+          TAWPIPE_TRY(wait_one(op));
+        }
+        return Status::success();
+      },
+      budget, comm);
+  if (!round_trip.ok()) return round_trip.error();
+  return *round_trip / 2.0;
 }
 
 }  // namespace

@@ -52,6 +52,11 @@ Steps ring_steps(ShmOp op, double bytes, int p) {
 
 }  // namespace
 
+void monotone_envelope(ShmCurve& c) {
+  for (std::size_t i = c.points.size(); i-- > 1;)
+    c.points[i - 1].second = std::min(c.points[i - 1].second, c.points[i].second);
+}
+
 SimTime curve_time(const ShmCurve& c, double bytes) {
   const auto& p = c.points;
   if (p.size() == 1 || bytes <= p.front().first) return p.front().second;
@@ -102,6 +107,7 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
       c.points.emplace_back(static_cast<double>(pt.size.count()), pt.time);
     std::sort(c.points.begin(), c.points.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
+    monotone_envelope(c);
     curves.push_back(std::move(c));
   }
   return curves;

@@ -13,14 +13,14 @@
 ///                             work    = T_op,P(b) - latency    on the cores of all members
 ///
 /// T comes from measured curves (`tawexec calibrate --backend host`, profile `communication`
-/// entries with scope shared_memory), interpolated linearly in log(size) between points and
-/// extended past the largest point at the slope of its last two points (a bandwidth). A
-/// collective whose rank count was not measured uses the curve of the nearest measured count,
-/// scaled by the ratio of the ring step counts. Without any curve for an op, the model falls
-/// back to the topology's (or profile's) shared-memory link: latency `alpha` and copy bandwidth
-/// `beta` per message, with ring algorithms (all-reduce 2(P-1) steps of b/P bytes, all-gather
-/// and reduce-scatter P-1 steps of b/P, broadcast and reduce P-1 pipelined... counted as one
-/// message of b per member). The report says which figures were measured.
+/// entries with scope shared_memory), made non-decreasing in size (monotone_envelope), interpolated
+/// linearly in log(size) between points and extended past the largest point at the slope of its
+/// last two points (a bandwidth). A collective whose rank count was not measured uses the curve of
+/// the nearest measured count, scaled by the ratio of the ring step counts. Without any curve for
+/// an op, the model falls back to the topology's (or profile's) shared-memory link: latency `alpha`
+/// and copy bandwidth `beta` per message, with ring algorithms (all-reduce 2(P-1) steps of b/P
+/// bytes, all-gather and reduce-scatter P-1 steps of b/P, broadcast and reduce P-1 pipelined...
+/// counted as one message of b per member). The report says which figures were measured.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +78,12 @@ class MpiShmModel {
 /// The shared-memory curves of `profile` (may be null): its `communication` entries with scope
 /// shared_memory. A version-1 profile has none.
 std::vector<ShmCurve> shm_curves(const profile::Profile* profile);
+
+/// Makes the curve's times non-decreasing in size by lowering each point to the smallest time at
+/// any larger size: more bytes never take less time, and interference on a shared machine only
+/// adds time, so a point above a larger size's time is noise (a descheduled measurement), not a
+/// cost. Points must be sorted by size.
+void monotone_envelope(ShmCurve& curve);
 
 /// Time of `curve` at `bytes` (interpolation as described above). Precondition: >= 1 point.
 SimTime curve_time(const ShmCurve& curve, double bytes);

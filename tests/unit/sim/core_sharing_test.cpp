@@ -81,6 +81,23 @@ TEST(MpiShm, CurveInterpolatesInLogSizeAndExtrapolatesAtTheLastSlope) {
   EXPECT_NEAR(curve_time(c, 2097152.0).seconds(), 1e-3 + slope * 1048576.0, 1e-12);
 }
 
+TEST(MpiShm, EnvelopeLowersNoisyPointsToTheNextLargerTime) {
+  // The /tmp/vh1 calibration's shape: 8 B at 150 us above 4 KiB at 7 us; 4 MiB at 6.8 ms under
+  // 16 MiB at 7.6 ms stays (already increasing).
+  ShmCurve c;
+  c.points = {{8.0, ms(0.150)}, {4096.0, ms(0.007)}, {4194304.0, ms(6.8)}, {16777216.0, ms(7.6)}};
+  monotone_envelope(c);
+  EXPECT_EQ(c.points[0].second, ms(0.007));
+  EXPECT_EQ(c.points[1].second, ms(0.007));
+  EXPECT_EQ(c.points[2].second, ms(6.8));
+  EXPECT_EQ(c.points[3].second, ms(7.6));
+  ShmCurve dip;
+  dip.points = {{8.0, ms(0.01)}, {1024.0, ms(0.5)}, {4096.0, ms(0.2)}, {65536.0, ms(1.0)}};
+  monotone_envelope(dip);
+  EXPECT_EQ(dip.points[1].second, ms(0.2));  // lowered to 4 KiB's time, never raised
+  EXPECT_EQ(dip.points[0].second, ms(0.01));
+}
+
 TEST(MpiShm, CostSplitsLatencyAndCopyWork) {
   ShmCurve c;
   c.op = ShmOp::sendrecv;
