@@ -8,6 +8,7 @@ std::size_t dtype_size(DType t) {
     case DType::i32:
       return 4;
     case DType::bf16:
+    case DType::f16:
       return 2;
     case DType::u8:
       return 1;
@@ -25,6 +26,8 @@ const char* name(DType t) {
       return "i32";
     case DType::u8:
       return "u8";
+    case DType::f16:
+      return "f16";
   }
   return "?";
 }

@@ -34,8 +34,9 @@ using StreamHandle = std::int32_t;  ///< from stream_create
 using EventHandle = std::int32_t;   ///< from event_create
 using CommHandle = std::int32_t;    ///< from comm_init_rank / comm_split
 
-/// Element types of buffers, kernels and NCCL calls.
-enum class DType : std::uint8_t { f32, bf16, i32, u8 };
+/// Element types of buffers, kernels and NCCL calls. f16 is accepted by the attention kernels
+/// only (cuDNN SDPA and the tiled kernel); the block runs in f32 or bf16.
+enum class DType : std::uint8_t { f32, bf16, i32, u8, f16 };
 /// Bytes per element.
 std::size_t dtype_size(DType t);
 const char* name(DType t);
@@ -66,11 +67,13 @@ enum class Kernel : std::uint8_t {
   rmsnorm_forward,   ///< p: x, g, y, r(f32);  s: rows, width;  f: eps
   rmsnorm_backward,  ///< p: x, g, r, dy, dx, dg(f32, added);  s: rows, width
   rope,              ///< p: x (in place);  s: tokens, heads, head_dim, seq_len;  f: base, inv
-  /// Causal attention, O(seq_len) memory (exec/cuda/attention.cu):
-  attention_forward,   ///< p: q, k, v, lse(f32 [batch x heads x seq]), out
-                       ///< s: batch, heads, head_dim (1..256), seq_len
+  /// Attention with O(seq_len) memory: cuDNN's fused SDPA when it takes the shape, else the
+  /// tiled kernel (exec/device/attention_path.h says which and why). `dtype` f32, bf16 or f16
+  /// (cuDNN: bf16/f16 only). s[4] = 1 for a full (non-causal) mask, 0 (default) causal.
+  attention_forward,   ///< p: q, k, v, lse(f32 [batch x heads x seq]), out, workspace
+                       ///< s: batch, heads, head_dim (1..256), seq_len, full, workspace bytes
   attention_backward,  ///< p: q, k, v, out, lse, dout, dq, dk, dv, delta(f32 scratch, as lse)
-                       ///< s: as forward
+                       ///< s: as forward; the workspace lent to cuDNN IS delta (s[5] bytes)
   swiglu_forward,      ///< p: gate, up, m;  s: n
   swiglu_backward,     ///< p: gate, up, dm, dgate, dup;  s: n
   add,                 ///< p: dst, src (dst += src; dst of `dtype`, src of `dtype2`);  s: n
@@ -92,7 +95,7 @@ struct KernelLaunch {
   DType dtype = DType::f32;
   DType dtype2 = DType::f32;
   std::array<DevicePtr, 10> p{};
-  std::array<std::int64_t, 4> s{};
+  std::array<std::int64_t, 6> s{};
   std::array<float, 6> f{};
 };
 

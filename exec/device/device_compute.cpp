@@ -82,8 +82,15 @@ class Emitter {
                   {i64(d_.tokens()), i64(d_.heads), i64(d_.head_dim), i64(d_.seq_len)},
                   {d_.rope_base, inverse ? 1.0f : 0.0f});
   }
-  std::array<int64_t, 4> attn_shape() const {
-    return {i64(d_.batch), i64(d_.heads), i64(d_.head_dim), i64(d_.seq_len)};
+  /// Attention shape, causal (s[4] = 0), and the bytes of the `delta` piece, which is the
+  /// workspace lent to cuDNN's fused attention (exec/device/attention_path.h: what the IR sizes).
+  std::array<int64_t, 6> attn_shape() const {
+    return {i64(d_.batch),
+            i64(d_.heads),
+            i64(d_.head_dim),
+            i64(d_.seq_len),
+            0,
+            static_cast<int64_t>(attention_workspace_bytes(d_) / 2)};
   }
 
   Status layer_forward(DevicePtr w, DevicePtr x, DevicePtr y) {
@@ -98,8 +105,8 @@ class Emitter {
     TAWPIPE_TRY(gemm_act(false, false, T, H, H, s_.h1, H, W(L.wv), H, 0.0f, s_.v, H));
     TAWPIPE_TRY(rope(s_.q, false));
     TAWPIPE_TRY(rope(s_.k, false));
-    TAWPIPE_TRY(launch(Kernel::attention_forward, {s_.q, s_.k, s_.v, s_.lse, s_.o},
-                       {a[0], a[1], a[2], a[3]}));
+    TAWPIPE_TRY(launch(Kernel::attention_forward, {s_.q, s_.k, s_.v, s_.lse, s_.o, s_.delta},
+                       {a[0], a[1], a[2], a[3], a[4], a[5]}));
     TAWPIPE_TRY(copy(s_.x2, x, T * H));
     TAWPIPE_TRY(gemm_act(false, false, T, H, H, s_.o, H, W(L.wo), H, 1.0f, s_.x2, H));
     TAWPIPE_TRY(launch(Kernel::rmsnorm_forward, {s_.x2, W(L.mlp_norm), s_.h2, s_.r2},
@@ -135,7 +142,7 @@ class Emitter {
     TAWPIPE_TRY(gemm_act(false, true, T, H, H, s_.dx2, H, W(L.wo), H, 0.0f, s_.dout, H));
     TAWPIPE_TRY(launch(Kernel::attention_backward,
                        {s_.q, s_.k, s_.v, s_.o, s_.lse, s_.dout, s_.dq, s_.dk, s_.dv, s_.delta},
-                       {a[0], a[1], a[2], a[3]}));
+                       {a[0], a[1], a[2], a[3], a[4], a[5]}));
     TAWPIPE_TRY(rope(s_.dq, true));
     TAWPIPE_TRY(rope(s_.dk, true));
     TAWPIPE_TRY(gemm_grad(H, H, T, s_.h1, H, s_.dq, H, DW(L.wq), H));

@@ -39,7 +39,9 @@ struct ComputeEnv {
   Scratch scratch;
 };
 
-/// Bytes of attention workspace per layer in flight: lse and delta, f32 [batch x heads x seq].
+/// Bytes of attention workspace per layer in flight: lse and delta, f32 [batch x heads x seq],
+/// the IR's figure (common/model/memory.h attention_workspace_bytes, kFused). The delta half is
+/// also the workspace lent to cuDNN's fused attention (exec/device/attention_path.h).
 std::uint64_t attention_workspace_bytes(const math::Dims& d);
 
 /// Allocates the scratch of one stream (one mem_alloc; the pieces are offsets into it).
