@@ -19,23 +19,29 @@ endif()
 
 # Optional: the CUDA/NCCL backend (exec/cuda). Detected, never downloaded.
 set(TAWPIPE_HAVE_CUDA OFF)
+set(TAWPIPE_HAVE_CUDNN OFF)
 if(NOT TAWPIPE_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
                /usr/local/cuda/lib64)
-  # cuDNN 9 (optional inside the CUDA backend): found beside the toolkit like NCCL.
+  if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(TAWPIPE_HAVE_CUDA ON)
+  elseif(TAWPIPE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TAWPIPE_CUDA=ON but the CUDA Toolkit or NCCL was not found")
+  endif()
+endif()
+# cuDNN 9 (optional inside the CUDA backend: fused attention through its graph API), found beside
+# the toolkit like NCCL: header cudnn.h (which pulls cudnn_graph.h) and libcudnn. TAWPIPE_CUDNN=OFF
+# builds the tiled attention kernel only (the code path of a machine without cuDNN); the
+# compile definition TAWPIPE_HAVE_CUDNN=1 marks the other (exec/cuda/CMakeLists.txt).
+if(TAWPIPE_HAVE_CUDA AND NOT TAWPIPE_CUDNN STREQUAL "OFF")
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
                /usr/local/cuda/lib64)
-  if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    set(TAWPIPE_HAVE_CUDA ON)
-    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
-      set(TAWPIPE_HAVE_CUDNN ON)
-    else()
-      set(TAWPIPE_HAVE_CUDNN OFF)
-    endif()
-  elseif(TAWPIPE_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "TAWPIPE_CUDA=ON but the CUDA Toolkit or NCCL was not found")
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    set(TAWPIPE_HAVE_CUDNN ON)
+  elseif(TAWPIPE_CUDNN STREQUAL "ON")
+    message(FATAL_ERROR "TAWPIPE_CUDNN=ON but cudnn.h or libcudnn was not found")
   endif()
 endif()

@@ -17,6 +17,9 @@
 // and one over key rows for dK, dV (queries i >= j in tiles), each recomputing
 // P_ij = exp(s_ij - lse_i) and dS_ij = P_ij (dO_i . V_j - delta_i); no atomics.
 // Head dims up to 256 (8 columns per lane); larger ones are refused (cudaErrorInvalidValue).
+// Causal by default; s[4] = 1 lifts the mask (every query sees every key). Storage fp32, bf16
+// or f16. This is the fallback of cuDNN's fused attention (cudnn_sdpa.cpp) and computes the
+// same log-sum-exp, so either path's forward feeds either path's backward.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -35,7 +38,10 @@ constexpr int kMaxHeadDim = 32 * kPerLane;
 
 struct Shape {
   int64_t heads, hd, seq;
+  bool causal;
   __device__ int64_t width() const { return heads * hd; }
+  /// The last key query row `i` sees.
+  __device__ int64_t last_key(int64_t i) const { return causal ? i : seq - 1; }
 };
 
 /// Stages rows [r0, r0 + kTile) (clamped to seq) of up to three tensors into shared memory as
@@ -94,7 +100,8 @@ __global__ void flash_forward(const T* q, const T* k, const T* v, float* lse, T*
   const int64_t h = blockIdx.y, b = blockIdx.z;
   const int64_t base = b * s.seq * s.width() + h * s.hd;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRows, i = first + warp;
-  const int64_t last = min(s.seq - 1, first + kRows - 1);  // the block's last row
+  // The last key any of the block's rows sees.
+  const int64_t last = s.last_key(min(s.seq - 1, first + kRows - 1));
   float qr[kPerLane], acc[kPerLane];
   load_row(qr, q, base, i, s, rsqrtf(static_cast<float>(s.hd)));
 #pragma unroll
@@ -108,7 +115,7 @@ __global__ void flash_forward(const T* q, const T* k, const T* v, float* lse, T*
     stage(vt, v, base, j0, s);
     __syncthreads();
     if (i >= s.seq) continue;
-    for (int64_t jj = 0; jj < kTile && j0 + jj <= i; ++jj) {
+    for (int64_t jj = 0; jj < kTile && j0 + jj <= s.last_key(i); ++jj) {
       const float score = dot_row(qr, kt, jj, s.hd);
       const float m_new = fmaxf(m, score);
       const float corr = __expf(m - m_new), p = __expf(score - m_new);
@@ -156,7 +163,7 @@ __global__ void flash_backward_dq(const T* q, const T* k, const T* v, const floa
   const int64_t h = blockIdx.y, b = blockIdx.z;
   const int64_t base = b * s.seq * s.width() + h * s.hd;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRows, i = first + warp;
-  const int64_t last = min(s.seq - 1, first + kRows - 1);
+  const int64_t last = s.last_key(min(s.seq - 1, first + kRows - 1));
   const float scale = rsqrtf(static_cast<float>(s.hd));
   float qr[kPerLane], g[kPerLane], acc[kPerLane];
   load_row(qr, q, base, i, s, scale);
@@ -173,7 +180,7 @@ __global__ void flash_backward_dq(const T* q, const T* k, const T* v, const floa
     stage(vt, v, base, j0, s);
     __syncthreads();
     if (i >= s.seq) continue;
-    for (int64_t jj = 0; jj < kTile && j0 + jj <= i; ++jj) {
+    for (int64_t jj = 0; jj < kTile && j0 + jj <= s.last_key(i); ++jj) {
       const float p = __expf(dot_row(qr, kt, jj, s.hd) - lse_i);
       const float ds = p * (dot_row(g, vt, jj, s.hd) - delta_i);
 #pragma unroll
@@ -209,8 +216,8 @@ __global__ void flash_backward_dkv(const T* q, const T* k, const T* v, const flo
     ak[c] = av[c] = 0.0f;
   const int64_t plane = (b * s.heads + h) * s.seq;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  // Queries i >= first (the block's first key row) reach some of the block's keys.
-  for (int64_t i0 = first - first % kTile; i0 < s.seq; i0 += kTile) {
+  // Causal: queries i >= first (the block's first key row) reach some of the block's keys.
+  for (int64_t i0 = s.causal ? first - first % kTile : 0; i0 < s.seq; i0 += kTile) {
     __syncthreads();
     stage(qt, q, base, i0, s);
     stage(gt, dout, base, i0, s);
@@ -221,7 +228,7 @@ __global__ void flash_backward_dkv(const T* q, const T* k, const T* v, const flo
     __syncthreads();
     if (j >= s.seq) continue;
     for (int64_t ii = 0; ii < kTile && i0 + ii < s.seq; ++ii) {
-      if (i0 + ii < j) continue;
+      if (s.causal && i0 + ii < j) continue;
       const float p = __expf(dot_row(kr, qt, ii, s.hd) - lt[ii]);
       const float ds = p * (dot_row(vr, gt, ii, s.hd) - dt[ii]);
 #pragma unroll
@@ -241,7 +248,7 @@ __global__ void flash_backward_dkv(const T* q, const T* k, const T* v, const flo
 
 template <class T>
 cudaError_t launch_typed(const device::KernelLaunch& k, cudaStream_t st) {
-  const Shape s{k.s[1], k.s[2], k.s[3]};
+  const Shape s{k.s[1], k.s[2], k.s[3], k.s[4] == 0};
   const dim3 grid(static_cast<unsigned>((s.seq + kRows - 1) / kRows),
                   static_cast<unsigned>(s.heads), static_cast<unsigned>(k.s[0]));
   const unsigned threads = 32 * kRows;
@@ -267,8 +274,16 @@ cudaError_t launch_typed(const device::KernelLaunch& k, cudaStream_t st) {
 cudaError_t launch_attention(const device::KernelLaunch& k, cudaStream_t stream) {
   if (k.s[2] <= 0 || k.s[2] > kMaxHeadDim) return cudaErrorInvalidValue;
   if (k.s[0] <= 0 || k.s[1] <= 0 || k.s[3] <= 0) return cudaSuccess;
-  return k.dtype == device::DType::f32 ? launch_typed<float>(k, stream)
-                                       : launch_typed<bf16>(k, stream);
+  switch (k.dtype) {
+    case device::DType::f32:
+      return launch_typed<float>(k, stream);
+    case device::DType::bf16:
+      return launch_typed<bf16>(k, stream);
+    case device::DType::f16:
+      return launch_typed<f16>(k, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace tawpipe::exec::cuda

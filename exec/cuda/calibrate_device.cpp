@@ -91,7 +91,14 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
 
   device::KernelLaunch at;
   at.dtype = DType::bf16;
-  at.s = {i64(d.batch), i64(d.heads), i64(d.head_dim), i64(d.seq_len)};
+  // Causal, lending the delta piece as workspace exactly as the block does (device_compute.cpp),
+  // so the path timed here is the path a run takes.
+  at.s = {i64(d.batch),
+          i64(d.heads),
+          i64(d.head_dim),
+          i64(d.seq_len),
+          0,
+          i64(d.batch * d.heads * d.seq_len * 4)};
   profile::KernelPoint shape;
   shape.batch = i64(d.batch);
   shape.heads = i64(d.heads);
@@ -100,7 +107,7 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
   shape.causal = true;
   const double attn = 2.0 * static_cast<double>(d.batch * d.seq_len * d.seq_len * d.hidden);
   at.kernel = Kernel::attention_forward;
-  at.p = {a, a, a, lse, bb};
+  at.p = {a, a, a, lse, bb, delta};
   auto fwd = b.time(5, [&] { return api.launch(at, *stream); });
   if (!fwd.ok()) return fwd.error();
   TAWPIPE_TRY(flop_point(KernelClass::attention_fwd, shape, attn, *fwd));
@@ -116,7 +123,7 @@ Expected<profile::DeviceProfile> measure_device(device::DeviceApi& api, const ma
     l.kernel = k;
     l.dtype = l.dtype2 = DType::bf16;
     std::copy(p.begin(), p.end(), l.p.begin());
-    l.s = s;
+    std::copy(s.begin(), s.end(), l.s.begin());
     l.f = f;
     return api.launch(l, *stream);
   };

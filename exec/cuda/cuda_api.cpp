@@ -2,16 +2,15 @@
 #include "exec/cuda/cuda_api.h"
 
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <mpi.h>
-#ifdef TAWPIPE_HAVE_CUDNN
-#include <cudnn.h>
-#endif
 
 #include "exec/cuda/check.h"
+#include "exec/cuda/cudnn_sdpa.h"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/owners.h"
 
@@ -35,12 +34,19 @@ ncclDataType_t nccl_type(DType t) {
       return ncclInt32;
     case DType::u8:
       return ncclUint8;
+    case DType::f16:
+      return ncclFloat16;
   }
   return ncclUint8;
 }
 
 cudaDataType_t blas_type(DType t) {
-  return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  return t == DType::bf16 ? CUDA_R_16BF : t == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+/// tawexec's sink for the once-per-reason attention fallback notices.
+void say_on_stderr(const std::string& line) {
+  std::cerr << "tawexec: " << line << "\n";
 }
 
 void* ptr(DevicePtr p) {
@@ -49,8 +55,8 @@ void* ptr(DevicePtr p) {
 
 class CudaApi final : public device::DeviceApi {
  public:
-  explicit CudaApi(std::uint64_t release_threshold = UINT64_MAX)
-      : release_threshold_(release_threshold) {}
+  explicit CudaApi(std::uint64_t release_threshold = UINT64_MAX, bool use_cudnn = true)
+      : release_threshold_(release_threshold), attention_(say_on_stderr, use_cudnn) {}
   ~CudaApi() override {
     // Allocations go back to the pool first (their owners), then the pool itself.
     live_.clear();
@@ -266,9 +272,14 @@ class CudaApi final : public device::DeviceApi {
     return Status::success();
   }
   Status launch(const device::KernelLaunch& k, StreamHandle s) override {
+    if (k.kernel == device::Kernel::attention_forward ||
+        k.kernel == device::Kernel::attention_backward)
+      return attention_.run(k, stream(s));
     TAWPIPE_CUDA_CHECK(launch_kernel(k, stream(s)));
     return Status::success();
   }
+
+  std::string attention_summary() const { return attention_.summary(); }
 
  private:
   cudaStream_t stream(StreamHandle s) const {
@@ -285,6 +296,7 @@ class CudaApi final : public device::DeviceApi {
   std::vector<EventOwner> events_;
   std::map<DevicePtr, DeviceBuffer> live_;
   std::vector<CommOwner> comms_;
+  AttentionRunner attention_;  // its cuDNN handle goes first
 };
 
 class MpiBootstrap final : public device::Bootstrap {
@@ -334,19 +346,14 @@ std::optional<std::string> missing_device() {
   return s.ok() ? std::string("no CUDA device visible on some rank") : s.error().message;
 }
 
-std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold) {
-  return std::make_unique<CudaApi>(pool_release_threshold);
+std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold,
+                                                 bool use_cudnn) {
+  return std::make_unique<CudaApi>(pool_release_threshold, use_cudnn);
 }
 
-std::string attention_path() {
-#ifdef TAWPIPE_HAVE_CUDNN
-  const std::size_t v = cudnnGetVersion();
-  return "tiled O(S) kernel (cuDNN " + std::to_string(v / 10000) + "." +
-         std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
-         " found; its fused SDPA is not wired in yet)";
-#else
-  return "tiled O(S) kernel (built without cuDNN)";
-#endif
+std::string attention_path(const device::DeviceApi& api) {
+  if (const auto* cuda = dynamic_cast<const CudaApi*>(&api)) return cuda->attention_summary();
+  return "not the CUDA DeviceApi";
 }
 
 std::unique_ptr<device::Bootstrap> make_mpi_bootstrap() {

@@ -28,11 +28,14 @@ std::optional<std::string> missing_device();
 /// allocation and cuBLAS handle it hands out (RAII owners) and releases them when destroyed.
 /// Allocations come from a stream-ordered pool of its own (cudaMallocFromPoolAsync /
 /// cudaFreeAsync) that keeps up to `pool_release_threshold` bytes of freed memory (default:
-/// all of it) instead of returning them to the driver.
-std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold = UINT64_MAX);
+/// all of it) instead of returning them to the driver. Attention runs cuDNN's fused SDPA where
+/// it can (cudnn_sdpa.h); `use_cudnn` false forces the tiled kernel (tests of the fallback).
+std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_threshold = UINT64_MAX,
+                                                 bool use_cudnn = true);
 
-/// Which attention implementation the kernels use, for run and calibration summaries.
-std::string attention_path();
+/// Which attention implementation ran on `api` (made by make_cuda_api), per direction, with the
+/// reason of any fallback to the tiled kernel: for run and calibration summaries.
+std::string attention_path(const device::DeviceApi& api);
 
 /// The bootstrap over MPI_COMM_WORLD (MPI must be initialised): local rank from the launcher's
 /// environment, else from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); broadcast = MPI_Bcast.

@@ -168,6 +168,7 @@ int calibrate_main(int argc, char** argv) {
                      std::to_string(d.ranks->spread * 100.0) + "%" +
                      (list.empty() ? "" : ", slow GPU on ranks " + list));
     }
+    kCalibrate.say("attention: " + attention_path(*api));
     status = cli::write_calibrated_profile(flags.output, *profile);
   }
   MPI_Finalize();

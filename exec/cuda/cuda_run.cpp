@@ -126,7 +126,7 @@ int run_main(const CudaRunOptions& o) {
         "device memory {:.2f} MB/rank, loss {:.6f}\n",
         program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
         rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
-    std::cout << "tawexec: attention: " << attention_path() << "\n";
+    std::cout << "tawexec: attention: " << attention_path(*api) << "\n";
     auto write = [&](const std::string& file, auto&& fn) {
       if (file.empty()) return;
       Status s = write_file_with(file, [&](std::ostream& out) {

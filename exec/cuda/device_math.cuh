@@ -1,8 +1,9 @@
 // Loads, stores and reductions shared by the kernels of exec/cuda (kernels.cu, attention.cu):
-// storage in fp32 or bf16, arithmetic in fp32. Private to exec/cuda/.
+// storage in fp32 or bf16 (and f16 for attention), arithmetic in fp32. Private to exec/cuda/.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -11,12 +12,19 @@
 namespace tawpipe::exec::cuda {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
 
 __device__ __forceinline__ float ld(const float* p) {
   return *p;
 }
 __device__ __forceinline__ float ld(const bf16* p) {
   return __bfloat162float(*p);
+}
+__device__ __forceinline__ float ld(const f16* p) {
+  return __half2float(*p);
+}
+__device__ __forceinline__ void st(f16* p, float v) {
+  *p = __float2half(v);
 }
 __device__ __forceinline__ void st(float* p, float v) {
   *p = v;

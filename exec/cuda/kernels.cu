@@ -247,6 +247,10 @@ void launch_pair(const KernelLaunch& k, cudaStream_t st) {
 }  // namespace
 
 cudaError_t launch_kernel(const KernelLaunch& k, cudaStream_t stream) {
+  const bool attention =
+      k.kernel == Kernel::attention_forward || k.kernel == Kernel::attention_backward;
+  // f16 storage is for attention only (device_api.h); the other kernels know f32 and bf16.
+  if (!attention && (k.dtype == DType::f16 || k.dtype2 == DType::f16)) return cudaErrorInvalidValue;
   if (k.s[0] <= 0 && k.kernel != Kernel::adamw) return cudaSuccess;
   const bool f32 = k.dtype == DType::f32, src_f32 = k.dtype2 == DType::f32;
   switch (k.kernel) {

@@ -182,9 +182,11 @@ TEST_F(Gpu, RopeAttentionSwigluMatchHost) {
   EXPECT_LT(max_rel(download(DUP, n), dup), 1e-5);
 }
 
-/// The tiled attention (O(S) memory: only lse and delta) against exec/math's, which keeps the
+/// The attention launch (O(S) memory: only lse and delta) against exec/math's, which keeps the
 /// S x S probabilities, for head dimensions 32 to 256 and sequences that are not multiples of
-/// the kernel's tiles; fp32 storage (tight) and bf16 storage (bf16 tolerance).
+/// the kernel's tiles; fp32 storage (tight; always the tiled kernel) and bf16 storage (bf16
+/// tolerance; the forward may take cuDNN's fused SDPA, attention_gpu_test.cpp checks each path
+/// on its own).
 TEST_F(Gpu, TiledAttentionMatchesHostForHeadDims32To256) {
   for (std::size_t hd : {32u, 64u, 80u, 128u, 256u}) {
     for (DType t : {DType::f32, DType::bf16}) {
