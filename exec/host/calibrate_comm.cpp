@@ -75,7 +75,9 @@ Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
         a.size = size;
         a.root = 0;
         a.comm = comm;
-        return run_collective(a);  // as the stream threads run a collective
+        PostedOp op;  // as the communication threads run a collective
+        TAWPIPE_TRY(post_collective(a, op));
+        return wait_one(op);
       },
       budget, comm);
 }
@@ -114,6 +116,11 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
   TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   std::vector<profile::CommMeasurement> out;
   if (world < 2) return out;
+  // Measured as the backend's communication threads wait (mpi_ops.h), then back to normal.
+  request_comm_slice(true);
+  struct Restore {
+    ~Restore() { request_comm_slice(false); }
+  } restore;
   std::vector<int> counts = {2};
   if (world > 2) counts.push_back(world);
   const std::vector<std::pair<profile::CommOp, ir::CollectiveKind>> ops = {

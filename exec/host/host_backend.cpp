@@ -140,10 +140,13 @@ struct HostBackend::Impl {
 
   void plan_zeroing(const ir::RankProgram& rp);
 
-  void stream_loop(StreamThread& st) {
+  void stream_loop(StreamThread& st, bool communication) {
     // Sleeps of the MPI waits (mpi_ops.h) are microseconds: without this, Linux rounds every
     // sleep of a normal thread up by its 50 us default timer slack.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    // A stream that only communicates wakes from its waits ahead of the compute thread sharing
+    // its core (mpi_ops.h); best effort.
+    if (communication) request_comm_slice(true);
     std::vector<Completion> out;
     for (;;) {
       std::vector<ir::OpIndex> batch;
@@ -168,8 +171,8 @@ struct HostBackend::Impl {
   }
 
   Status run_batch(std::span<const ir::OpIndex> batch, std::vector<Completion>& out, double& loss);
-  /// Posts a communication op; a collective with `blocking` runs to completion instead.
-  Status post_comm(ir::OpIndex index, PostedOp& posted, bool blocking);
+  /// Posts a communication op (non-blocking; run_batch waits, mpi_ops.h).
+  Status post_comm(ir::OpIndex index, PostedOp& posted);
   Status prepare_comms(const ir::Program& program);
 };
 
@@ -258,7 +261,7 @@ void HostBackend::Impl::plan_zeroing(const ir::RankProgram& rp) {
   }
 }
 
-Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted, bool blocking) {
+Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
   const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
   const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
   const auto c = static_cast<std::size_t>(op.comm);
@@ -285,7 +288,7 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted, bool bl
   args.size = static_cast<int>(program->communicators[c].members.size());
   if (op.peer != ir::kNone) args.root = comm_rank[c][static_cast<std::size_t>(op.peer)];
   args.comm = coll_comms[c][op.stream].get();
-  return blocking ? run_collective(args) : post_collective(args, posted);
+  return post_collective(args, posted);
 }
 
 Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
@@ -320,18 +323,10 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
         break;
       }
       case ir::OpKind::collective:
-        if (batch.size() == 1) {  // alone: MPI's blocking collective (mpi_ops.h)
-          PostedOp unused;
-          Status s = post_comm(index, unused, true);
-          if (!s.ok()) return fail(s.error());
-          out.push_back({index, start, clock_now()});
-          break;
-        }
-        [[fallthrough]];
       case ir::OpKind::send:
       case ir::OpKind::recv: {
         posted.emplace_back();
-        Status s = post_comm(index, posted.back(), false);
+        Status s = post_comm(index, posted.back());
         if (!s.ok()) return fail(s.error());
         posted_op.push_back(index);
         posted_at.push_back(start);
@@ -500,12 +495,17 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   m.plan_zeroing(rp);
   // One thread per stream this rank uses (a second prepare() keeps the running ones).
   m.streams.resize(program.streams.size());
+  std::vector<std::uint8_t> local_work(program.streams.size(), 0);  // runs compute or copies
+  for (const ir::Op& op : rp.ops)
+    local_work[op.stream] |= op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy;
   for (const ir::Op& op : rp.ops) {
     auto& st = m.streams[op.stream];
     if (st) continue;
     st = std::make_unique<StreamThread>();
     StreamThread* raw = st.get();
-    st->thread = std::thread([this, raw] { impl_->stream_loop(*raw); });
+    const bool communication = local_work[op.stream] == 0;
+    st->thread =
+        std::thread([this, raw, communication] { impl_->stream_loop(*raw, communication); });
   }
   return Status::success();
 }

@@ -2,12 +2,13 @@
 /// The host backend: one MPI process per rank, fp32 buffers in RAM, one thread per IR stream.
 ///
 /// Every IR stream the rank uses gets its own thread, which runs the stream's ops in issue order:
-/// compute ops (OpenBLAS, single-threaded) and copies run on it directly; a collective runs as
-/// MPI's blocking call on that thread, and sends/receives (one op or a group) are posted
-/// non-blocking and waited for there (mpi_ops.h: tests interleaved with yields and short sleeps;
-/// MPI's own polls inside blocking calls yield too, mpi_yield_when_idle). So a transfer that the IR
-/// puts on a communication stream progresses while the compute stream computes, exactly as the IR
-/// overlaps them, and a rank that waits gives its core to the ranks that share it. MPI must
+/// compute ops (OpenBLAS, single-threaded) and copies run on it directly; collectives and
+/// sends/receives (one op or a group) are posted non-blocking and waited for there (mpi_ops.h:
+/// tests interleaved with yields and short sleeps; a thread that only communicates asks the
+/// scheduler for a short slice, so its wake-ups preempt the compute thread sharing its core). So a
+/// transfer that the IR puts on a communication stream progresses while the compute stream
+/// computes, exactly as the IR overlaps them, and a rank that waits gives its core to the ranks
+/// that share it. MPI must
 /// provide MPI_THREAD_MULTIPLE. The interpreter's thread only posts ops to the stream threads,
 /// runs alloc/free inline, and sleeps on a condition variable until a stream reports a
 /// completion.

@@ -1,6 +1,9 @@
 #include "exec/host/mpi_ops.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,9 +50,10 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
       const int piece = count / a.size;
       float* dst = a.recv;
       if (in_place) {
-        out.staging.assign(static_cast<std::size_t>(piece), 0.0f);
+        out.staged = static_cast<std::size_t>(piece);
+        out.staging = std::make_unique_for_overwrite<float[]>(out.staged);
         out.copy_to = a.recv;
-        dst = out.staging.data();
+        dst = out.staging.get();
       }
       TAWPIPE_MPI(MPI_Ireduce_scatter_block(a.send, dst, piece, MPI_FLOAT, MPI_SUM, a.comm, req));
       return Status::success();
@@ -58,45 +62,20 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
   return make_error("unknown collective kind");
 }
 
-Status run_collective(const CollectiveArgs& a) {
-  const bool in_place = a.send == a.recv;
-  const int count = to_int(a.bytes / 4);  // floats
-  switch (a.kind) {
-    case ir::CollectiveKind::broadcast:
-      if (a.root == a.me && !in_place) std::memcpy(a.recv, a.send, a.bytes);
-      TAWPIPE_MPI(MPI_Bcast(a.recv, to_int(a.bytes), MPI_BYTE, a.root, a.comm));
-      return Status::success();
-    case ir::CollectiveKind::reduce: {
-      const void* sbuf = (a.root == a.me && in_place) ? MPI_IN_PLACE : a.send;
-      TAWPIPE_MPI(MPI_Reduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.root, a.comm));
-      return Status::success();
-    }
-    case ir::CollectiveKind::all_reduce: {
-      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
-      TAWPIPE_MPI(MPI_Allreduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.comm));
-      return Status::success();
-    }
-    case ir::CollectiveKind::all_gather: {
-      const int piece = count / a.size;
-      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
-      TAWPIPE_MPI(MPI_Allgather(sbuf, piece, MPI_FLOAT, a.recv, piece, MPI_FLOAT, a.comm));
-      return Status::success();
-    }
-    case ir::CollectiveKind::reduce_scatter: {
-      const int piece = count / a.size;
-      if (in_place) {
-        thread_local std::vector<float> staging;  // MPI's output, kept across calls (no faults)
-        staging.resize(static_cast<std::size_t>(piece));
-        TAWPIPE_MPI(
-            MPI_Reduce_scatter_block(a.send, staging.data(), piece, MPI_FLOAT, MPI_SUM, a.comm));
-        std::copy(staging.begin(), staging.end(), a.recv);
-      } else {
-        TAWPIPE_MPI(MPI_Reduce_scatter_block(a.send, a.recv, piece, MPI_FLOAT, MPI_SUM, a.comm));
-      }
-      return Status::success();
-    }
-  }
-  return make_error("unknown collective kind");
+bool request_comm_slice(bool on) {
+  // struct sched_attr of sched_setattr(2); glibc has no wrapper.
+  struct {
+    std::uint32_t size = 0, policy = 0;
+    std::uint64_t flags = 0;
+    std::int32_t nice = 0;
+    std::uint32_t priority = 0;
+    std::uint64_t runtime = 0, deadline = 0, period = 0;
+  } attr;
+  attr.size = sizeof attr;
+  attr.policy = SCHED_OTHER;
+  attr.nice = getpriority(PRIO_PROCESS, 0);  // keep the thread's nice value
+  attr.runtime = on ? kCommSliceNs : 0;      // 0: the default slice
+  return syscall(SYS_sched_setattr, 0, &attr, 0U) == 0;
 }
 
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
@@ -128,7 +107,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       for (int k = 0; k < outcount; ++k) {
         PostedOp& op = ops[slot[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]];
         op.request = MPI_REQUEST_NULL;
-        if (op.copy_to != nullptr) std::copy(op.staging.begin(), op.staging.end(), op.copy_to);
+        if (op.copy_to != nullptr) std::copy_n(op.staging.get(), op.staged, op.copy_to);
         on_done(static_cast<std::size_t>(&op - ops.data()));
       }
       std::size_t w = 0;

@@ -13,11 +13,21 @@
 /// about to land costs no sleep), then sleeps that double from kFirstSleep to kMaxSleep. A busy
 /// wait (MPI_Wait's default) would steal the core from the compute thread of this or another rank
 /// that shares it; a sleeping wait adds at most kMaxSleep of latency per collective round.
+///
+/// Why not MPI's blocking collectives (with mpi_yield_when_idle): their wait polls with
+/// sched_yield(), and under Linux's EEVDF scheduler a yield only pushes the yielding thread's
+/// deadline back, so while a compute thread holds the core the communication thread polls once
+/// per scheduler slice (milliseconds). A run's trace showed it: an all-gather of a 3 MiB layer
+/// took 0.6 ms with the core idle and 3.7-7.3 ms beside a forward, every protocol round of the
+/// shared-memory transport waiting for a slice on both ranks. A sleeping thread instead wakes on
+/// a timer; with a short slice (request_comm_slice) the wake-up preempts the compute thread at
+/// once (EEVDF's short-slice preemption), polls for microseconds and sleeps again.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,11 +45,23 @@ inline constexpr std::int64_t kFirstSleepNs = 4'000;
 inline constexpr std::int64_t kMaxSleepNs = 100'000;
 /// sched_yield() polls before the first sleep.
 inline constexpr int kYieldPolls = 8;
+/// The slice a communication thread asks of the scheduler: the smallest Linux accepts (100 us).
+inline constexpr std::uint64_t kCommSliceNs = 100'000;
+
+/// Marks the calling thread as latency-sensitive for the scheduler (`on`) or restores the
+/// default (`!on`): sched_setattr's sched_runtime for SCHED_OTHER threads, a custom EEVDF slice
+/// (Linux >= 6.12). A thread with a shorter slice than the running one preempts it when it
+/// wakes; its CPU share is unchanged. Returns false where the kernel refuses (older kernels):
+/// the thread then keeps the default slice.
+bool request_comm_slice(bool on);
 
 /// A posted non-blocking operation and what to do when it completes.
 struct PostedOp {
   MPI_Request request = MPI_REQUEST_NULL;
-  std::vector<float> staging;  ///< in-place reduce-scatter: MPI's output, copied to `copy_to`
+  /// In-place reduce-scatter: MPI's output (uninitialised heap memory: MPI overwrites it),
+  /// `staged` floats, copied to `copy_to` on completion.
+  std::unique_ptr<float[]> staging;
+  std::size_t staged = 0;
   float* copy_to = nullptr;
 };
 
@@ -58,14 +80,6 @@ struct CollectiveArgs {
 
 /// Posts one collective. Errors: MPI's, with the call named.
 Status post_collective(const CollectiveArgs& args, PostedOp& out);
-
-/// Runs one collective with MPI's blocking call (MPI_Bcast, MPI_Reduce, MPI_Allreduce,
-/// MPI_Allgather, MPI_Reduce_scatter_block), same buffers and in-place rules as post_collective.
-/// What the stream threads use: Open MPI's blocking collectives (coll/tuned) advance every round
-/// as soon as its data arrives, where a non-blocking one (libnbc) advances a round per test. The
-/// wait inside MPI polls, but yields the core on every poll (tawexec sets Open MPI's
-/// mpi_yield_when_idle), so a core's compute thread keeps it.
-Status run_collective(const CollectiveArgs& args);
 
 /// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`.
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
