@@ -9,9 +9,15 @@
 /// the same method on the same cluster with three probe counts m0 < m0 + 1 < m0 + 2 (all far below
 /// m), checks that the state repeats -- every additive figure moves by the SAME increment from
 /// probe 1 to 2 as from probe 2 to 3 (iteration time; per rank: compute, exposed communication,
-/// summed communication time, intra- and inter-node bytes; per link: bytes and busy time; per op
-/// class: count, time, bytes, FLOPs) and every rank's peak memory is unchanged -- and then
-/// extrapolates the remaining m - m0 - 2 rounds exactly along that increment. The cool-down is
+/// intra- and inter-node bytes; per link: bytes and busy time; per op class: count, bytes, FLOPs,
+/// and the time of compute and copy classes) and every rank's peak memory is unchanged -- and
+/// then extrapolates the remaining m - m0 - 2 rounds exactly along that increment.
+/// Not part of the check: the time communication ops spend from posting to completion
+/// (`RankStats::comm_sum` and the `total` of send/recv/collective op classes). It includes
+/// waiting for the peer, which is not periodic when a schedule posts receives rounds ahead
+/// (WeiPipe's ring), so a folded report carries its linear extrapolation, an approximation; the
+/// tables, CSV and JSON of tawsim and tawsim plan do not show it, and `--report` (which writes
+/// it) never folds. The cool-down is
 /// simulated (it is part of every probe). When the probes do not repeat (warm-up longer than the
 /// probes, a schedule whose rounds span several micro-batches), a second set of larger probes is
 /// tried; failing that, or when the probes would not be much cheaper than the whole iteration,
