@@ -123,9 +123,8 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       continue;
     }
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
-    if (polls < kYieldPolls) {
-      ++polls;
-      sched_yield();
+    if (polls < kSpinPolls) {
+      ++polls;  // test again at once: a message about to land costs no sleep
     } else {
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
       sleep_ns = std::min(2 * sleep_ns, kMaxSleepNs);

@@ -9,10 +9,11 @@
 ///
 /// Waiting: `wait_all` tests the requests (MPI_Testsome, which is also what advances Open MPI's
 /// shared-memory transport and libnbc's collective schedules) and, between tests, gives the core
-/// away: a few sched_yield() polls first (cheap when the core is idle, and a message that is
-/// about to land costs no sleep), then sleeps that double from kFirstSleep to kMaxSleep. A busy
-/// wait (MPI_Wait's default) would steal the core from the compute thread of this or another rank
-/// that shares it; a sleeping wait adds at most kMaxSleep of latency per collective round.
+/// away: a few immediate re-tests first (a message that is about to land costs no sleep), then
+/// sleeps that double from kFirstSleep to kMaxSleep. A busy wait (MPI_Wait's default) would steal
+/// the core from the compute thread of this or another rank that shares it; a sleeping wait adds
+/// at most kMaxSleep of latency per collective round. No sched_yield(): beside a runnable compute
+/// thread, a yield under EEVDF costs up to that thread's whole slice (below).
 ///
 /// Why not MPI's blocking collectives (with mpi_yield_when_idle): their wait polls with
 /// sched_yield(), and under Linux's EEVDF scheduler a yield only pushes the yielding thread's
@@ -38,13 +39,13 @@
 
 namespace tawpipe::exec::host {
 
-/// First sleep between tests once the yield polls are spent (nanoseconds).
+/// First sleep between tests once the immediate re-tests are spent (nanoseconds).
 inline constexpr std::int64_t kFirstSleepNs = 4'000;
 /// Longest sleep between tests: bounds the latency a waiting thread adds to each round of a
 /// collective (libnbc advances one round per test) while costing ~1 context switch per 100 us.
 inline constexpr std::int64_t kMaxSleepNs = 100'000;
-/// sched_yield() polls before the first sleep.
-inline constexpr int kYieldPolls = 8;
+/// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
+inline constexpr int kSpinPolls = 8;
 /// The slice a communication thread asks of the scheduler: the smallest Linux accepts (100 us).
 inline constexpr std::uint64_t kCommSliceNs = 100'000;
 

@@ -3,11 +3,14 @@
 //
 // Two MPI ranks, one per core (run: mpirun -np 2 bench_overlap). Rank 0 computes (the host
 // backend's GEMM kernel, single-threaded OpenBLAS) on its main thread for about T while its
-// communication thread sends N bytes to rank 1 through the backend's own MPI path
-// (exec/host/mpi_ops.h: non-blocking post, then the yielding wait), exactly as the backend's
-// thread per IR stream does. N is chosen so that the send alone takes as long as the compute
-// alone. Rank 1 only receives: MPI's shared-memory transport copies on the receiver's core
-// (CMA), so the copy does not compete with rank 0's compute for a core.
+// communication thread sends K messages of 4 MiB (a layer's weights) to rank 1 back to back
+// through the backend's own MPI path (exec/host/mpi_ops.h: non-blocking post, then the sleeping
+// wait, on a thread with the communication threads' short scheduler slice), exactly as the
+// backend's thread per IR stream does. K is sized until the send alone takes as long as the
+// compute alone (within 5 %): the longest message cannot carry the whole time (a single 64 MiB
+// send was shorter than 50 ms of compute, so the old figure measured a send shorter than the
+// compute beside it). Rank 1 only receives: MPI's shared-memory transport copies on the
+// receiver's core (CMA), so the copy does not compete with rank 0's compute for a core.
 //
 // Printed: the medians (over --reps repetitions) of compute alone, send alone and both at once,
 // and both / max(compute, send): 1.0 is perfect overlap, 2.0 is serial execution.
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -49,27 +53,32 @@ struct Gemm {
   }
 };
 
-/// One transfer of `bytes` from rank 0 to rank 1, through the backend's post + yielding wait.
-void transfer(int rank, std::vector<char>& buf, std::size_t bytes) {
-  PostedOp op;
-  const bool send = rank == 0;
-  if (!tawpipe::exec::host::post_p2p(send, buf.data(), bytes, send ? 1 : 0, 7, MPI_COMM_WORLD, op)
-           .ok())
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  if (!tawpipe::exec::host::wait_all(
-           std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr)
-           .ok())
-    MPI_Abort(MPI_COMM_WORLD, 1);
+/// `messages` transfers of buf.size() bytes from rank 0 to rank 1, one after the other, through
+/// the backend's post + sleeping wait, on a thread marked as the backend marks its
+/// communication threads.
+void transfer(int rank, std::vector<char>& buf, int messages) {
+  tawpipe::exec::host::request_comm_slice(true);
+  for (int m = 0; m < messages; ++m) {
+    PostedOp op;
+    const bool send = rank == 0;
+    if (!tawpipe::exec::host::post_p2p(send, buf.data(), buf.size(), send ? 1 : 0, 7,
+                                       MPI_COMM_WORLD, op)
+             .ok())
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    if (!tawpipe::exec::host::wait_all(
+             std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr)
+             .ok())
+      MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 }
 
-/// Seconds (on rank 0, broadcast) of: compute `calls` GEMMs if `compute`, beside a transfer of
-/// `bytes` if bytes > 0.
-double trial(int rank, Gemm& g, int calls, bool compute, std::vector<char>& buf,
-             std::size_t bytes) {
+/// Seconds (on rank 0, broadcast) of: compute `calls` GEMMs if `compute`, beside `messages`
+/// transfers if messages > 0.
+double trial(int rank, Gemm& g, int calls, bool compute, std::vector<char>& buf, int messages) {
   MPI_Barrier(MPI_COMM_WORLD);
   const auto t0 = Clock::now();
   std::thread comm;
-  if (bytes > 0) comm = std::thread([&] { transfer(rank, buf, bytes); });
+  if (messages > 0) comm = std::thread([&] { transfer(rank, buf, messages); });
   if (compute && rank == 0) g.run(calls);
   if (comm.joinable()) comm.join();
   double s = seconds_since(t0);
@@ -99,32 +108,33 @@ int main(int argc, char** argv) {
   }
   tawpipe::exec::math::use_single_blas_thread();
   Gemm g;
-  std::vector<char> buf0(1);
+  std::vector<char> buf(std::size_t{4} << 20);
   // Size the compute: GEMM calls for `target` seconds.
-  const double one = trial(rank, g, 20, true, buf0, 0) / 20.0;
+  const double one = trial(rank, g, 20, true, buf, 0) / 20.0;
   const int calls = std::max(1, static_cast<int>(target / one));
-  // Size the send: as long as the compute.
-  std::vector<char> buf(std::size_t{64} << 20);
-  std::size_t bytes = std::size_t{16} << 20;
   std::vector<double> t_compute, t_send, t_both;
   for (int i = 0; i < 3; ++i)
     t_compute.push_back(trial(rank, g, calls, true, buf, 0));
-  for (int round = 0; round < 3; ++round) {
-    const double s = trial(rank, g, calls, false, buf, bytes);
-    const double want = median(t_compute);
-    bytes = std::clamp<std::size_t>(static_cast<std::size_t>(static_cast<double>(bytes) * want / s),
-                                    std::size_t{1} << 16, buf.size());
+  // Size the send: as many 4 MiB messages as take as long as the compute (median of 3 each).
+  int messages = 4;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<double> s;
+    for (int i = 0; i < 3; ++i)
+      s.push_back(trial(rank, g, calls, false, buf, messages));
+    const double ratio = median(t_compute) / median(s);
+    if (std::abs(ratio - 1.0) < 0.05) break;
+    messages = std::max(1, static_cast<int>(std::lround(messages * ratio)));
   }
   t_compute.clear();
   for (int i = 0; i < reps; ++i) {
     t_compute.push_back(trial(rank, g, calls, true, buf, 0));
-    t_send.push_back(trial(rank, g, calls, false, buf, bytes));
-    t_both.push_back(trial(rank, g, calls, true, buf, bytes));
+    t_send.push_back(trial(rank, g, calls, false, buf, messages));
+    t_both.push_back(trial(rank, g, calls, true, buf, messages));
   }
   if (rank == 0) {
     const double c = median(t_compute), s = median(t_send), b = median(t_both);
-    std::printf("bench_overlap: %d reps, send %.1f MiB\n", reps,
-                static_cast<double>(bytes) / (1 << 20));
+    std::printf("bench_overlap: %d reps, send %d x 4 MiB, send / compute = %.2f\n", reps, messages,
+                s / c);
     std::printf("compute alone %8.2f ms\nsend alone    %8.2f ms\nboth          %8.2f ms\n", c * 1e3,
                 s * 1e3, b * 1e3);
     std::printf(
