@@ -24,8 +24,10 @@ constexpr std::int64_t kMaxStep = 2;
 // Probe bases tried, smallest first: a schedule whose warm-up is longer than a probe fails the
 // check (or the validation probe) and moves on to the next base. 1F1B keeps up to one
 // micro-batch per stage in flight, so its peak memory only stops growing once the probes exceed
-// the pipeline depth (24 stages on 3x8-a100: the base 64).
-constexpr std::int64_t kBases[] = {4, 16, 64};
+// the pipeline depth (24 stages on 3x8-a100: the base 32). TawPipe and FSDP repeat from the base
+// 2 on 3x8-a100. A failed base costs little: its probes are small and the next base reuses the
+// counts they share (base 16's validation probe 34 is base 32's third probe).
+constexpr std::int64_t kBases[] = {2, 4, 16, 32, 64};
 
 // Relative tolerance of the repeat check: the network model rounds completions to picoseconds
 // and moves bytes in doubles, so identical rounds may differ in the last bits.
