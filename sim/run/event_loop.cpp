@@ -18,7 +18,8 @@ void Executor::on_event(const Event& e) {
 }
 
 void Executor::post_unit(std::int32_t unit) {
-  for (std::uint32_t i = unit_op_offset_[idx(unit)]; i < unit_op_offset_[idx(unit) + 1]; ++i)
+  const std::uint32_t end = units_[idx(unit) + 1].first_op;
+  for (std::uint32_t i = units_[idx(unit)].first_op; i < end; ++i)
     start_op(unit_ops_[i]);
 }
 
@@ -90,15 +91,16 @@ void Executor::complete_op(std::size_t g) {
   op.state = 2;
   ++completed_;
   const std::int32_t u = op.unit;
-  if (--unit_pending_[idx(u)] == 0 && unit_next_[idx(u)] != kNoUnit) release(unit_next_[idx(u)]);
+  Unit& unit = units_[idx(u)];
+  if (--unit.pending == 0 && unit.next != kNoUnit) release(unit.next);
   for (std::uint32_t i = dependents_offset_[g]; i < dependents_offset_[g + 1]; ++i)
     release(dependents_[i]);
 }
 
 Expected<ExecutionResult> Executor::run() {
-  const std::size_t units = unit_remaining_.size();
+  const std::size_t units = units_.size() - 1;  // without the sentinel
   for (std::size_t u = 0; u < units; ++u) {
-    if (unit_remaining_[u] == 0) post_unit(static_cast<std::int32_t>(u));
+    if (units_[u].remaining == 0) post_unit(static_cast<std::int32_t>(u));
   }
   drain();
   engine_.run();

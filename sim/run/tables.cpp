@@ -26,11 +26,9 @@ Status Executor::build_units() {
     res_.rank_offset[r + 1] = res_.rank_offset[r] + program_.ranks[r].ops.size();
   total_ops_ = res_.rank_offset[ranks];
   rt_.resize(total_ops_);
-  unit_remaining_.reserve(total_ops_);
-  unit_next_.reserve(total_ops_);
+  units_.reserve(total_ops_ + 1);
   std::vector<std::int32_t> last_unit(program_.streams.size());
   std::vector<std::int32_t> last_group(program_.streams.size());  // group of last_unit
-  unit_pending_.reserve(total_ops_);
   for (std::size_t r = 0; r < ranks; ++r) {
     std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
     const ir::RankProgram& rp = program_.ranks[r];
@@ -71,25 +69,25 @@ Status Executor::build_units() {
       const std::int32_t prev = last_unit[op.stream];
       if (op.group != ir::kNone && prev != kNoUnit && last_group[op.stream] == op.group) {
         rt.unit = prev;
-        ++unit_pending_[idx(prev)];
+        ++units_[idx(prev)].pending;
         continue;
       }
-      const auto u = static_cast<std::int32_t>(unit_pending_.size());
+      const auto u = static_cast<std::int32_t>(units_.size());
       last_group[op.stream] = op.group;
-      unit_pending_.push_back(1);
-      unit_remaining_.push_back(prev == kNoUnit ? 0 : 1);
-      unit_next_.push_back(kNoUnit);
-      if (prev != kNoUnit) unit_next_[idx(prev)] = u;
+      units_.push_back(Unit{prev == kNoUnit ? 0 : 1, 1, kNoUnit, 0});
+      if (prev != kNoUnit) units_[idx(prev)].next = u;
       last_unit[op.stream] = u;
       rt.unit = u;
     }
   }
-  const std::size_t units = unit_pending_.size();
-  unit_op_offset_.assign(units + 1, 0);
-  for (std::size_t u = 0; u < units; ++u)
-    unit_op_offset_[u + 1] = unit_op_offset_[u] + static_cast<std::uint32_t>(unit_pending_[u]);
+  const std::size_t units = units_.size();
+  units_.push_back(Unit{0, 0, kNoUnit, 0});  // sentinel: first_op = total ops
+  BigVector<std::uint32_t> fill(units);
+  for (std::size_t u = 0; u < units; ++u) {
+    fill[u] = units_[u].first_op;
+    units_[u + 1].first_op = units_[u].first_op + static_cast<std::uint32_t>(units_[u].pending);
+  }
   unit_ops_.resize(total_ops_);
-  BigVector<std::uint32_t> fill(unit_op_offset_.begin(), unit_op_offset_.end() - 1);
   for (std::size_t g = 0; g < total_ops_; ++g)
     unit_ops_[fill[idx(rt_[g].unit)]++] = static_cast<std::uint32_t>(g);
   // Dependents (CSR): op d -> units waiting for it. Dependencies inside one group are dropped:
@@ -116,7 +114,7 @@ Status Executor::build_units() {
           if (rt_[dg].unit == rt_[g].unit) continue;
           if (pass == 0) {
             ++dependents_offset_[dg + 1];
-            ++unit_remaining_[idx(rt_[g].unit)];
+            ++units_[idx(rt_[g].unit)].remaining;
           } else {
             dependents_[cursor[dg]++] = rt_[g].unit;
           }

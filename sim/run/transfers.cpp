@@ -45,8 +45,8 @@ void Executor::start_p2p(std::size_t send_g) {
     start_p2p_shm(send_g);
     return;
   }
-  const auto route = topology_.route(a, b);
-  const CollectivePlanner::P2pChoice c = planner_.p2p(op_at(send_g).comm, src, dst, op.bytes);
+  const P2pPath& path = p2p_path(src, dst, op_at(send_g).comm, op.bytes);
+  const CollectivePlanner::P2pChoice& c = path.choice;
   res_.last_channels = c.channels;
   res_.last_protocol = nccl::Proto::simple;
   if (contention_model_) {
@@ -57,8 +57,27 @@ void Executor::start_p2p(std::size_t send_g) {
       shift_load(dst, load, +1);
     }
   }
-  const SimTime latency = c.measured ? SimTime() : network_.path_latency(route) + c.extra_latency;
-  network_.start(route, bytes, latency, send_g, c.bound);
+  network_.start(path.route, bytes, path.latency, send_g, c.bound);
+}
+
+const Executor::P2pPath& Executor::p2p_path(ir::Rank src, ir::Rank dst, ir::CommId comm,
+                                            std::uint64_t bytes) {
+  if (p2p_paths_.empty()) p2p_paths_.resize(program_.ranks.size());
+  std::vector<P2pPath>& paths = p2p_paths_[idx(src)];
+  for (const P2pPath& p : paths) {
+    if (p.dst == dst && p.comm == comm && p.bytes == bytes) return p;
+  }
+  const auto& placement = program_.header.placement;
+  P2pPath p;
+  p.dst = dst;
+  p.comm = comm;
+  p.bytes = bytes;
+  p.route = topology_.route(placement[idx(src)], placement[idx(dst)]);
+  p.choice = planner_.p2p(comm, src, dst, bytes);
+  p.latency =
+      p.choice.measured ? SimTime() : network_.path_latency(p.route) + p.choice.extra_latency;
+  paths.push_back(p);
+  return paths.back();
 }
 
 void Executor::start_collective(std::uint32_t inst) {
