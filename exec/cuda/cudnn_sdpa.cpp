@@ -408,6 +408,7 @@ struct AttentionRunner::Impl {
 #ifdef TAWPIPE_HAVE_CUDNN
   CudnnOwner handle;
   std::optional<Status> handle_status;  // set on first use
+  std::map<SdpaKey, Status> refused;    // keys whose plan failed to execute
   device::PlanCache<std::shared_ptr<CudnnPlan>> cache{
       [this](const SdpaKey& key) -> Expected<std::shared_ptr<CudnnPlan>> {
         if (!handle.get()) return handle_status->error();
@@ -447,6 +448,8 @@ Status AttentionRunner::run(const KernelLaunch& k, cudaStream_t stream) {
     facts.plan = supported;
   } else if (Status h = impl_->ensure_handle(); !h.ok()) {
     facts.plan = h;
+  } else if (auto refused = impl_->refused.find(key); refused != impl_->refused.end()) {
+    facts.plan = refused->second;
   } else {
     plan = &impl_->cache.get(key);
     if (plan->ok())
@@ -458,7 +461,15 @@ Status AttentionRunner::run(const KernelLaunch& k, cudaStream_t stream) {
   const device::PathChoice choice = device::choose_attention_path(key, facts);
   impl_->log.record(key, choice);
 #ifdef TAWPIPE_HAVE_CUDNN
-  if (choice.path == AttentionPath::cudnn) return execute(impl_->handle.get(), ***plan, k, stream);
+  if (choice.path == AttentionPath::cudnn) {
+    Status ran = execute(impl_->handle.get(), ***plan, k, stream);
+    if (ran.ok()) return ran;
+    // A plan cuDNN finalised but refused to execute (a synchronous error, so nothing of it ran):
+    // remembered for the key, said once, and the tiled kernel runs from now on.
+    Status refused = make_error("cuDNN refused to execute its plan: " + ran.error().message);
+    impl_->refused.emplace(key, refused);
+    impl_->log.record(key, {AttentionPath::tiled, to_string(key) + ": " + refused.error().message});
+  }
 #endif
   TAWPIPE_CUDA_CHECK(launch_attention(k, stream));
   return Status::success();
