@@ -1,8 +1,9 @@
 // `tawexec calibrate --backend cuda`: every rank measures its device (calibrate_device.cpp:
-// kernel-class points at the block's real shapes, launch overhead) and the communication
-// (calibrate_comm.cpp: NCCL collectives by size inside a node and across nodes, send/recv
-// exchanges); rank 0 combines them (exec/device/calibration.h: medians over the ranks, the
-// spread, slow GPUs as outliers; collective times as the slowest member's; slow NICs from each
+// kernel-class points at the block's real shapes, launch overhead; here: the per-IR-op overhead
+// of the interpreter and the CUDA backend, as the host calibration measures it) and the
+// communication (calibrate_comm.cpp: NCCL collectives by size inside a node and across nodes,
+// send/recv exchanges); rank 0 combines them (exec/device/calibration.h: medians over the ranks,
+// the spread, slow GPUs as outliers; collective times as the slowest member's; slow NICs from each
 // rank's inter-node bandwidth) and writes one profile v2 (common/profile/profile.h). The
 // spread and the outliers are also reported on stderr.
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include "exec/cuda/cuda_api.h"
 #include "exec/cuda/cuda_run.h"
 #include "exec/device/calibration.h"
+#include "exec/device/device_backend.h"
+#include "exec/host/calibrate_comm.h"
 #include "exec/math/dims.h"
 
 namespace tawpipe::exec::cuda {
@@ -72,6 +75,33 @@ void slowest_times(std::vector<profile::CommMeasurement>& curves, const Placemen
   }
 }
 
+/// A world of one process: the op-overhead program is one rank's, measured on every rank alone.
+class SoloBootstrap final : public device::Bootstrap {
+ public:
+  explicit SoloBootstrap(int local) : local_(local) {}
+  int world_rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Expected<int> local_rank() override { return local_; }
+  Status broadcast(std::span<std::byte>, int) override { return Status::success(); }
+
+ private:
+  int local_;
+};
+
+/// op_overhead: what the interpreter and the CUDA backend add per IR op (issue, event record and
+/// waits, completion polling), from the host calibration's chain of 4-byte copies run through
+/// DeviceBackend on this rank's GPU (a DeviceApi of its own, a one-rank NCCL communicator).
+Expected<SimTime> measure_op_overhead(int local_rank, double seconds) {
+  auto tiny = model::preset("tiny");
+  if (!tiny.ok()) return tiny.error();
+  auto api = make_cuda_api();
+  SoloBootstrap boot(local_rank);
+  device::DeviceOptions o;
+  o.model = *tiny;
+  device::DeviceBackend backend(*api, boot, o);
+  return host::time_per_op(host::op_overhead_program(200), backend, seconds);
+}
+
 }  // namespace
 
 using cli::kCalibrate;
@@ -98,6 +128,9 @@ int calibrate_main(int argc, char** argv) {
     TAWPIPE_TRY(api->set_device(*local % *count));
     auto dev = measure_device(*api, *dims);
     if (!dev.ok()) return dev.error();
+    auto per_op = measure_op_overhead(*local, 1.0);
+    if (!per_op.ok()) return per_op.error();
+    dev->op_overhead = *per_op;
     auto figures = gather(device::device_figures(*dev), world);
     if (!figures.ok()) return figures.error();
     profile::Profile p;

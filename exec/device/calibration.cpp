@@ -16,6 +16,7 @@ void for_each_figure(D& d, Fn&& fn) {
     }
   }
   if (d.launch_overhead) fn(*d.launch_overhead, false);
+  if (d.op_overhead) fn(*d.op_overhead, false);
   if (d.memory_bandwidth) fn(*d.memory_bandwidth, true);
 }
 

@@ -20,8 +20,8 @@
 namespace tawpipe::exec::device {
 
 /// The measured figures of `d` in a fixed order: every kernel point's rate or bandwidth (kernel
-/// classes in map order, points in order), then the launch overhead (seconds), then the memory
-/// bandwidth (bytes/s); absent ones are skipped. Every rank measures the same shapes, so the
+/// classes in map order, points in order), then the launch and op overheads (seconds), then the
+/// memory bandwidth (bytes/s); absent ones are skipped. Every rank measures the same shapes, so the
 /// vectors of all ranks line up.
 std::vector<double> device_figures(const profile::DeviceProfile& d);
 

@@ -122,9 +122,10 @@ Status DeviceBackend::prepare(const ir::Program& program, ir::Rank rank) {
   for (const ir::RankProgram& r : program.ranks)
     for (const ir::Op& op : r.ops)
       samples += op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::embedding_forward;
-  if (samples == 0) return make_error("cuda backend: the program embeds no micro-batch");
-  m.grad_scale = static_cast<float>(
-      1.0 / (static_cast<double>(samples) * static_cast<double>(m.dims.tokens())));
+  // A program without a micro-batch (the calibration's op-overhead chain) has no loss to scale.
+  m.grad_scale = samples == 0 ? 1.0f
+                              : static_cast<float>(1.0 / (static_cast<double>(samples) *
+                                                          static_cast<double>(m.dims.tokens())));
 
   // Device: the local rank's, round robin over the visible devices.
   m.api.mark_op(ir::kNone);

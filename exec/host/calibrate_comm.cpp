@@ -177,10 +177,9 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
   return out;
 }
 
-Expected<SimTime> measure_op_overhead(double seconds) {
+ir::Program op_overhead_program(int ops) {
   // A one-rank program: a chain of tiny copies on the compute stream, each waiting for the
   // previous; its iteration time / ops is what the interpreter and backend add per op.
-  constexpr int kOps = 200;
   ir::Header h;
   h.schedule = "calibrate-op-overhead";
   h.dtype = "fp32";
@@ -190,14 +189,13 @@ Expected<SimTime> measure_op_overhead(double seconds) {
   ir::ProgramBuilder b(h, 1);
   const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
   const ir::BufferId y = b.buffer(0, "y", Bytes(4), ir::BufferRole::activation, true);
-  for (int i = 0; i < kOps; ++i)
+  for (int i = 0; i < ops; ++i)
     b.copy(0, 0, i % 2 == 0 ? x : y, i % 2 == 0 ? y : x, Bytes(4));
-  const ir::Program program = std::move(b).finish();
-  auto tiny = model::preset("tiny");
-  if (!tiny.ok()) return tiny.error();
-  HostOptions o;
-  o.model = *tiny;
-  HostBackend backend(o);
+  return std::move(b).finish();
+}
+
+Expected<SimTime> time_per_op(const ir::Program& program, Backend& backend, double seconds) {
+  const auto ops = static_cast<double>(program.ranks.at(0).ops.size());
   TAWPIPE_TRY(backend.prepare(program, 0));
   Interpreter interpreter(program, 0, backend);
   std::vector<double> per_op;
@@ -205,10 +203,19 @@ Expected<SimTime> measure_op_overhead(double seconds) {
   for (std::int64_t step = 0; step < 3 || Clock::now() < stop; ++step) {
     auto rec = interpreter.run_iteration(step);
     if (!rec.ok()) return rec.error();
-    if (step > 0) per_op.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9 / kOps);
+    if (step > 0) per_op.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9 / ops);
   }
   std::sort(per_op.begin(), per_op.end());
   return SimTime::from_seconds(per_op[per_op.size() / 2]);
+}
+
+Expected<SimTime> measure_op_overhead(double seconds) {
+  auto tiny = model::preset("tiny");
+  if (!tiny.ok()) return tiny.error();
+  HostOptions o;
+  o.model = *tiny;
+  HostBackend backend(o);
+  return time_per_op(op_overhead_program(200), backend, seconds);
 }
 
 }  // namespace tawpipe::exec::host

@@ -7,7 +7,8 @@
 ///    ranks and on all ranks (when more than 2), each call posted and waited for by mpi_ops.h on
 ///    a communicator of those ranks; the time of a point is the slowest rank's mean;
 ///  - op_overhead: the host backend's cost per IR op (interpreter issue, stream-thread hand-off,
-///    completion), from a chain of 4-byte copies run by the interpreter.
+///    completion), from a chain of 4-byte copies run by the interpreter (the program and the
+///    timing loop are shared with the CUDA calibration).
 /// Ranks that do not take part wait without spinning (MPI_Ibarrier + the yielding wait), so they
 /// leave their cores to the ranks that measure.
 #pragma once
@@ -17,7 +18,9 @@
 #include <mpi.h>
 #include "common/error.h"
 
+#include "common/ir/program.h"
 #include "common/profile/profile.h"
+#include "exec/backend.h"
 
 namespace tawpipe::exec::host {
 
@@ -27,6 +30,16 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double sec
 
 /// The per-op overhead of the interpreter and host backend on this rank (not collective).
 Expected<SimTime> measure_op_overhead(double seconds);
+
+/// The one-rank program of the op-overhead measurement: `ops` 4-byte copies on the compute
+/// stream, each waiting for the previous (fp32, no micro-batch). Shared with
+/// `tawexec calibrate --backend cuda`, which runs it through the CUDA backend.
+ir::Program op_overhead_program(int ops);
+
+/// Prepares `backend` for `program` (one rank, e.g. op_overhead_program's) and runs it for about
+/// `seconds` (at least 3 iterations, the first a warm-up): the median iteration time divided by
+/// the program's op count.
+Expected<SimTime> time_per_op(const ir::Program& program, Backend& backend, double seconds);
 
 /// A barrier that sleeps instead of spinning (MPI_Ibarrier, then mpi_ops.h's wait).
 Status quiet_barrier(MPI_Comm comm);

@@ -5,8 +5,12 @@
 // medians.
 #include <gtest/gtest.h>
 
+#include "common/model/presets.h"
 #include "common/profile/profile.h"
 #include "exec/device/calibration.h"
+#include "exec/device/device_backend.h"
+#include "exec/host/calibrate_comm.h"
+#include "exec/recording/recording_api.h"
 
 namespace tawpipe::exec::device {
 namespace {
@@ -77,6 +81,42 @@ TEST(CudaCalibration, MedianFiguresAndTheSlowGpuIsFlagged) {
   // rank 5 scores 0.7^(6/8), rank 3 1.02^(6/8); spread = (1.02^0.75 - 0.7^0.75) / median.
   EXPECT_GT(d.ranks->spread, 0.2);
   EXPECT_LT(d.ranks->spread, 0.26);
+}
+
+TEST(CudaCalibration, OpOverheadIsAFigureCombinedLikeTheLaunchOverhead) {
+  profile::DeviceProfile shape = rank0_shape();
+  shape.op_overhead = SimTime::from_seconds(20e-6);
+  const std::vector<double> base = device_figures(shape);
+  ASSERT_EQ(base.size(), 9u);  // ... launch, op, memory
+  EXPECT_DOUBLE_EQ(base[7], 20e-6);
+  std::vector<std::vector<double>> figures(3, base);
+  figures[0][7] = 10e-6;
+  figures[2][7] = 90e-6;
+  const profile::DeviceProfile d = combine_ranks(shape, figures);
+  ASSERT_TRUE(d.op_overhead.has_value());
+  EXPECT_NEAR(d.op_overhead->seconds(), 20e-6, 1e-12);  // median of 10, 20, 90 us
+}
+
+/// `tawexec calibrate --backend cuda` times the host calibration's chain of copies through
+/// DeviceBackend: here over the recording DeviceApi, each op one stream-ordered device copy.
+TEST(CudaCalibration, OpOverheadChainRunsThroughTheDeviceBackend) {
+  auto tiny = model::preset("tiny");
+  ASSERT_TRUE(tiny.ok());
+  RecordingApi api;
+  RecordingBootstrap boot(0, 1, 1);
+  DeviceOptions o;
+  o.model = *tiny;
+  DeviceBackend backend(api, boot, o);
+  const ir::Program p = host::op_overhead_program(50);
+  auto per_op = host::time_per_op(p, backend, 0.0);
+  // (The recorder's events carry no real time, so the figure itself means nothing here; a GPU
+  // gives the span from the iteration's begin event to the last copy's end event per op.)
+  ASSERT_TRUE(per_op.ok()) << per_op.error().message;
+  EXPECT_TRUE(api.errors().empty()) << api.errors().front();
+  std::size_t copies = 0;
+  for (const Call& c : api.calls())
+    copies += c.kind == Call::Kind::copy_device ? 1 : 0;
+  EXPECT_EQ(copies, 3u * 50u);  // three iterations (one warm-up), 50 copies each
 }
 
 TEST(CudaCalibration, NicOutliersFromInterNodeBandwidth) {
