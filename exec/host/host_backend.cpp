@@ -171,8 +171,12 @@ struct HostBackend::Impl {
   }
 
   Status run_batch(std::span<const ir::OpIndex> batch, std::vector<Completion>& out, double& loss);
-  /// Posts a communication op (non-blocking; run_batch waits, mpi_ops.h).
-  Status post_comm(ir::OpIndex index, PostedOp& posted);
+  /// Posts a communication op (non-blocking; run_batch waits, mpi_ops.h); with `posted` null, a
+  /// collective runs to completion with MPI's blocking call instead.
+  Status post_comm(ir::OpIndex index, PostedOp* posted);
+  Status run_comm(ir::OpIndex index) {
+    return post_comm(index, nullptr);
+  }
   Status prepare_comms(const ir::Program& program);
 };
 
@@ -261,7 +265,7 @@ void HostBackend::Impl::plan_zeroing(const ir::RankProgram& rp) {
   }
 }
 
-Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
+Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp* posted) {
   const ir::RankProgram& rp = program->ranks[static_cast<std::size_t>(rank)];
   const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
   const auto c = static_cast<std::size_t>(op.comm);
@@ -270,7 +274,7 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
     auto buf = access(is_send ? ir::reads(rp, op)[0] : ir::writes(rp, op)[0]);
     if (!buf.ok()) return buf.error();
     return post_p2p(is_send, buf->data(), op.bytes, comm_rank[c][static_cast<std::size_t>(op.peer)],
-                    tags[static_cast<std::size_t>(index)], comms[c].get(), posted);
+                    tags[static_cast<std::size_t>(index)], comms[c].get(), *posted);
   }
   const auto reads = ir::reads(rp, op);
   const auto writes = ir::writes(rp, op);
@@ -288,7 +292,7 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp& posted) {
   args.size = static_cast<int>(program->communicators[c].members.size());
   if (op.peer != ir::kNone) args.root = comm_rank[c][static_cast<std::size_t>(op.peer)];
   args.comm = coll_comms[c][op.stream].get();
-  return post_collective(args, posted);
+  return posted == nullptr ? run_collective(args) : post_collective(args, *posted);
 }
 
 Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
@@ -323,10 +327,17 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
         break;
       }
       case ir::OpKind::collective:
+        if (batch.size() == 1 && !nonblocking_alone(op.collective)) {
+          Status s = run_comm(index);  // MPI's blocking call (mpi_ops.h)
+          if (!s.ok()) return fail(s.error());
+          out.push_back({index, start, clock_now()});
+          break;
+        }
+        [[fallthrough]];
       case ir::OpKind::send:
       case ir::OpKind::recv: {
         posted.emplace_back();
-        Status s = post_comm(index, posted.back());
+        Status s = post_comm(index, &posted.back());
         if (!s.ok()) return fail(s.error());
         posted_op.push_back(index);
         posted_at.push_back(start);

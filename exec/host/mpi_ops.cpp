@@ -62,6 +62,51 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
   return make_error("unknown collective kind");
 }
 
+Status run_collective(const CollectiveArgs& a) {
+  const bool in_place = a.send == a.recv;
+  const int count = to_int(a.bytes / 4);  // floats
+  switch (a.kind) {
+    case ir::CollectiveKind::broadcast:
+      if (a.root == a.me && !in_place) std::memcpy(a.recv, a.send, a.bytes);
+      TAWPIPE_MPI(MPI_Bcast(a.recv, to_int(a.bytes), MPI_BYTE, a.root, a.comm));
+      return Status::success();
+    case ir::CollectiveKind::reduce: {
+      const void* sbuf = (a.root == a.me && in_place) ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Reduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.root, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_reduce: {
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Allreduce(sbuf, a.recv, count, MPI_FLOAT, MPI_SUM, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::all_gather: {
+      const int piece = count / a.size;
+      const void* sbuf = in_place ? MPI_IN_PLACE : a.send;
+      TAWPIPE_MPI(MPI_Allgather(sbuf, piece, MPI_FLOAT, a.recv, piece, MPI_FLOAT, a.comm));
+      return Status::success();
+    }
+    case ir::CollectiveKind::reduce_scatter: {
+      const int piece = count / a.size;
+      if (in_place) {
+        thread_local std::vector<float> staging;  // MPI's output, kept across calls (no faults)
+        staging.resize(static_cast<std::size_t>(piece));
+        TAWPIPE_MPI(
+            MPI_Reduce_scatter_block(a.send, staging.data(), piece, MPI_FLOAT, MPI_SUM, a.comm));
+        std::copy(staging.begin(), staging.end(), a.recv);
+      } else {
+        TAWPIPE_MPI(MPI_Reduce_scatter_block(a.send, a.recv, piece, MPI_FLOAT, MPI_SUM, a.comm));
+      }
+      return Status::success();
+    }
+  }
+  return make_error("unknown collective kind");
+}
+
+bool nonblocking_alone(ir::CollectiveKind kind) {
+  return kind == ir::CollectiveKind::all_gather || kind == ir::CollectiveKind::broadcast;
+}
+
 bool request_comm_slice(bool on) {
   // struct sched_attr of sched_setattr(2); glibc has no wrapper.
   struct {

@@ -15,7 +15,7 @@
 /// at most kMaxSleep of latency per collective round. No sched_yield(): beside a runnable compute
 /// thread, a yield under EEVDF costs up to that thread's whole slice (below).
 ///
-/// Why not MPI's blocking collectives (with mpi_yield_when_idle): their wait polls with
+/// MPI's blocking collectives (run_collective, with mpi_yield_when_idle) poll with
 /// sched_yield(), and under Linux's EEVDF scheduler a yield only pushes the yielding thread's
 /// deadline back, so while a compute thread holds the core the communication thread polls once
 /// per scheduler slice (milliseconds). A run's trace showed it: an all-gather of a 3 MiB layer
@@ -81,6 +81,24 @@ struct CollectiveArgs {
 
 /// Posts one collective. Errors: MPI's, with the call named.
 Status post_collective(const CollectiveArgs& args, PostedOp& out);
+
+/// Runs one collective with MPI's blocking call (MPI_Bcast, MPI_Reduce, MPI_Allreduce,
+/// MPI_Allgather, MPI_Reduce_scatter_block), same buffers and in-place rules as post_collective.
+/// What the stream threads use for a collective alone in its batch: Open MPI's blocking
+/// collectives (coll/tuned) advance every round as soon as its data arrives, where a non-blocking
+/// one (libnbc) advances one round per test, so with sleeping waits a many-round collective pays
+/// a sleep per round (measured: a 16 MiB reduce-scatter on 2 ranks took 134 ms through libnbc).
+/// The wait inside MPI polls with sched_yield (tawexec sets mpi_yield_when_idle): the cost is
+/// the yield latency beside a compute thread described above.
+Status run_collective(const CollectiveArgs& args);
+
+/// Whether a collective alone in its batch is posted non-blocking and waited for by sleeping
+/// (all-gather, broadcast: libnbc runs them in few rounds of whole pieces) rather than run by
+/// run_collective (reduce, reduce-scatter, all-reduce: libnbc pipelines them in many segment
+/// rounds, one per test). Measured by `tawexec calibrate` on 2x2-cpu, 2 ranks, 16 MiB: reduce
+/// 660 ms non-blocking vs 6.5 ms blocking, reduce-scatter 110 vs 9.3 ms; all-gather 5.6 vs 6.7 ms.
+/// A batch of several collectives (an IR group) is always posted non-blocking.
+bool nonblocking_alone(ir::CollectiveKind kind);
 
 /// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`.
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
