@@ -66,7 +66,8 @@ struct RtOp {
   SimTime duration;         ///< compute and copy ops: the compute model's time
   std::int32_t rank = 0;
   std::int32_t unit = 0;
-  std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance
+  std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance; alloc/free of
+                           ///< several memory kinds: index into mixed_memory_
   ir::OpKind kind = ir::OpKind::compute;
   std::uint8_t state = 0;  ///< 0 waiting, 1 posted, 2 done
   /// alloc/free: the MemoryKind of every listed buffer, or kMixedKinds (look them up).
@@ -154,11 +155,13 @@ class Executor {
             : memory_->remove(op.rank, kind, op.bytes, now);
       return;
     }
-    const ir::RankProgram& rp = program_.ranks[idx(op.rank)];
-    for (const ir::BufferId b : ir::writes(rp, op_at(g))) {
-      const ir::Buffer& buf = rp.buffers[idx(b)];
-      alloc ? memory_->add(op.rank, memory_kind(buf.role), buf.size.count(), now)
-            : memory_->remove(op.rank, memory_kind(buf.role), buf.size.count(), now);
+    // Buffers of several kinds: their sums by kind (the memory model ends in the same state and
+    // the same peak as with one call per buffer: an alloc only adds, a free only removes).
+    const auto& by_kind = mixed_memory_[idx(op.link)];
+    for (std::size_t k = 0; k < kMemoryKinds; ++k) {
+      if (by_kind[k] == 0) continue;
+      alloc ? memory_->add(op.rank, static_cast<MemoryKind>(k), by_kind[k], now)
+            : memory_->remove(op.rank, static_cast<MemoryKind>(k), by_kind[k], now);
     }
   }
   void start_p2p(std::size_t send_g);
@@ -225,6 +228,8 @@ class Executor {
   BigVector<std::uint32_t> unit_ops_;
   BigVector<std::uint32_t> dependents_offset_;
   BigVector<std::int32_t> dependents_;
+  /// alloc/free ops over buffers of several kinds: bytes by MemoryKind (RtOp::link indexes it).
+  std::vector<std::array<std::uint64_t, kMemoryKinds>> mixed_memory_;
   std::vector<Instance> instances_;
   BigVector<std::int32_t> inst_ops_;
   std::vector<RankClock> clock_;

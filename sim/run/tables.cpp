@@ -5,6 +5,7 @@
 #include "sim/run/executor_impl.h"
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 namespace tawpipe::sim::detail {
@@ -53,11 +54,18 @@ Status Executor::build_units() {
         case ir::OpKind::free: {
           // Every buffer the op lists is allocated (freed) at once: the op moves their sum.
           bool first = true;
+          std::array<std::uint64_t, kMemoryKinds> by_kind{};
           for (const ir::BufferId b : ir::writes(rp, op)) {
-            rt.bytes += rp.buffers[idx(b)].size.count();
+            const std::uint64_t size = rp.buffers[idx(b)].size.count();
+            rt.bytes += size;
             const auto k = static_cast<std::uint8_t>(memory_kind(rp.buffers[idx(b)].role));
+            by_kind[k] += size;
             rt.mem_kind = first || rt.mem_kind == k ? k : kMixedKinds;
             first = false;
+          }
+          if (rt.mem_kind == kMixedKinds) {  // sums by kind, for move_memory
+            rt.link = static_cast<std::int32_t>(mixed_memory_.size());
+            mixed_memory_.push_back(by_kind);
           }
           break;
         }
