@@ -14,7 +14,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/compute/compute_model.h"
@@ -74,6 +73,8 @@ struct RtOp {
   std::uint8_t mem_kind = static_cast<std::uint8_t>(MemoryKind::workspace);
   /// Compute and copy ops: share of the duration in memory-bound kernels, in 1/255 (contention
   /// model: those slow with HBM traffic, the rest with SMs held by communication kernels).
+  /// A send op while its transfer runs (contention model): the SMs its channels hold on both
+  /// sides (its HBM bytes/s are then kept in `duration`, unused by transfers).
   std::uint8_t mem_share = 0;
 };
 
@@ -256,7 +257,6 @@ class Executor {
   bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it
   std::vector<double> rank_sms_;   ///< SM count of each rank's GPU (0: no contention)
   std::vector<double> rank_hbm_;   ///< HBM bandwidth of each rank's GPU, bytes/s
-  std::unordered_map<std::size_t, CommLoad> p2p_loads_;  ///< by send op while the pair runs
 };
 
 }  // namespace tawpipe::sim::detail

@@ -4,6 +4,7 @@
 #include "sim/run/executor_impl.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tawpipe::sim::detail {
 
@@ -16,12 +17,11 @@ void Executor::on_transfer_done(std::uint64_t token) {
   }
   const std::size_t send_g = idx(token);
   const std::size_t recv_g = idx(rt_[send_g].link);
-  if (contention_model_) {
-    if (const auto it = p2p_loads_.find(send_g); it != p2p_loads_.end()) {
-      shift_load(rt_[send_g].rank, it->second, -1);
-      shift_load(rt_[recv_g].rank, it->second, -1);
-      p2p_loads_.erase(it);
-    }
+  if (contention_model_ && rt_[send_g].mem_share > 0) {
+    const CommLoad load{rt_[send_g].mem_share,
+                        static_cast<double>(rt_[send_g].duration.picoseconds())};
+    shift_load(rt_[send_g].rank, load, -1);
+    shift_load(rt_[recv_g].rank, load, -1);
   }
   complete_op(send_g);
   complete_op(recv_g);
@@ -50,9 +50,12 @@ void Executor::start_p2p(std::size_t send_g) {
   res_.last_channels = c.channels;
   res_.last_protocol = nccl::Proto::simple;
   if (contention_model_) {
-    const CommLoad load = p2p_load(c.channels, c.bound);
-    if (load.sms > 0 || load.hbm > 0.0) {
-      p2p_loads_.emplace(send_g, load);
+    CommLoad load = p2p_load(c.channels, c.bound);
+    load.sms = std::min(load.sms, 255);
+    load.hbm = std::floor(load.hbm);  // whole bytes/s: kept in the send op's duration field
+    if (load.sms > 0) {
+      rt_[send_g].mem_share = static_cast<std::uint8_t>(load.sms);
+      rt_[send_g].duration = SimTime::ps(static_cast<std::int64_t>(load.hbm));
       shift_load(src, load, +1);
       shift_load(dst, load, +1);
     }
