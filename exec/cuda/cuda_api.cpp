@@ -279,7 +279,7 @@ class CudaApi final : public device::DeviceApi {
     return Status::success();
   }
 
-  std::string attention_summary() const { return attention_.summary(); }
+  std::string attention_summary(bool reasons) const { return attention_.summary(reasons); }
 
  private:
   cudaStream_t stream(StreamHandle s) const {
@@ -351,8 +351,9 @@ std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_thre
   return std::make_unique<CudaApi>(pool_release_threshold, use_cudnn);
 }
 
-std::string attention_path(const device::DeviceApi& api) {
-  if (const auto* cuda = dynamic_cast<const CudaApi*>(&api)) return cuda->attention_summary();
+std::string attention_path(const device::DeviceApi& api, bool reasons) {
+  if (const auto* cuda = dynamic_cast<const CudaApi*>(&api))
+    return cuda->attention_summary(reasons);
   return "not the CUDA DeviceApi";
 }
 

@@ -34,8 +34,9 @@ std::unique_ptr<device::DeviceApi> make_cuda_api(std::uint64_t pool_release_thre
                                                  bool use_cudnn = true);
 
 /// Which attention implementation ran on `api` (made by make_cuda_api), per direction, with the
-/// reason of any fallback to the tiled kernel: for run and calibration summaries.
-std::string attention_path(const device::DeviceApi& api);
+/// reason of any fallback to the tiled kernel unless `reasons` is false: for run and calibration
+/// summaries and the producer line of their report and profile.
+std::string attention_path(const device::DeviceApi& api, bool reasons = true);
 
 /// The bootstrap over MPI_COMM_WORLD (MPI must be initialised): local rank from the launcher's
 /// environment, else from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); broadcast = MPI_Bcast.

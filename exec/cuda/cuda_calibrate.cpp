@@ -134,8 +134,8 @@ int calibrate_main(int argc, char** argv) {
     auto figures = gather(device::device_figures(*dev), world);
     if (!figures.ok()) return figures.error();
     profile::Profile p;
-    p.producer =
-        "tawexec calibrate " TAWPIPE_VERSION " (cuda backend, " + std::to_string(world) + " ranks)";
+    p.producer = "tawexec calibrate " TAWPIPE_VERSION " (cuda backend, " + std::to_string(world) +
+                 " ranks; attention " + attention_path(*api, false) + ")";
     p.backend = profile::Backend::cuda;
     if (rank == 0) p.devices[*kind] = device::combine_ranks(*dev, *figures);
     if (world < 2) return p;

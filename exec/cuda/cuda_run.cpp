@@ -118,7 +118,8 @@ int run_main(const CudaRunOptions& o) {
     m.peak_bytes = *peaks;
     std::sort(timed.begin(), timed.end());
     m.mean_iteration_seconds = timed[timed.size() / 2];
-    m.producer = "tawexec " TAWPIPE_VERSION " (cuda backend)";
+    m.producer =
+        "tawexec " TAWPIPE_VERSION " (cuda backend; attention " + attention_path(*api, false) + ")";
     const report::Report rep = measured_report(program, prepared->model, m);
     const std::uint64_t peak = *std::max_element(peaks->begin(), peaks->end());
     std::cout << fmt::format(

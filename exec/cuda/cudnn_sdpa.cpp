@@ -475,7 +475,7 @@ Status AttentionRunner::run(const KernelLaunch& k, cudaStream_t stream) {
   return Status::success();
 }
 
-std::string AttentionRunner::summary() const {
+std::string AttentionRunner::summary(bool reasons) const {
 #ifdef TAWPIPE_HAVE_CUDNN
   const std::size_t v = cudnnGetVersion();
   const std::string version = "cuDNN " + std::to_string(v / 10000) + "." +
@@ -483,7 +483,7 @@ std::string AttentionRunner::summary() const {
 #else
   const std::string version = "built without cuDNN";
 #endif
-  return version + "; " + impl_->log.summary();
+  return version + "; " + impl_->log.summary(reasons);
 }
 
 }  // namespace tawpipe::exec::cuda

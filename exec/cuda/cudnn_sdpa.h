@@ -30,9 +30,10 @@ class AttentionRunner {
 
   /// Runs `k` on `stream` (asynchronous, never synchronises the host).
   Status run(const device::KernelLaunch& k, cudaStream_t stream);
-  /// Which path each direction took so far (AttentionLog::summary), prefixed with the cuDNN
-  /// version linked ("cuDNN 9.19.0" or "built without cuDNN").
-  std::string summary() const;
+  /// Which path each direction took so far (AttentionLog::summary, with or without the
+  /// fallback reasons), prefixed with the cuDNN version linked ("cuDNN 9.19.0" or "built without
+  /// cuDNN").
+  std::string summary(bool reasons = true) const;
 
  private:
   struct Impl;

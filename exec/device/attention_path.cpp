@@ -41,7 +41,7 @@ void AttentionLog::record(const SdpaKey& key, const PathChoice& choice) {
     sink_("attention falls back to the tiled O(S) kernel: " + choice.reason);
 }
 
-std::string AttentionLog::summary() const {
+std::string AttentionLog::summary(bool reasons) const {
   if (paths_.empty()) return "none yet";
   std::string out;
   for (const auto& [dir, paths] : paths_) {
@@ -54,7 +54,7 @@ std::string AttentionLog::summary() const {
       first = false;
     }
     auto reason = first_reason_.find(dir);
-    if (reason != first_reason_.end()) out += " (" + reason->second + ")";
+    if (reasons && reason != first_reason_.end()) out += " (" + reason->second + ")";
   }
   return out;
 }

@@ -86,8 +86,9 @@ class AttentionLog {
   /// time that reason (with its key) is seen.
   void record(const SdpaKey& key, const PathChoice& choice);
   /// "forward: cuDNN fused SDPA; backward: tiled O(S) kernel (<first reason>)", or
-  /// "none yet" before any launch.
-  std::string summary() const;
+  /// "none yet" before any launch; without the reasons when `reasons` is false (for the
+  /// producer line of reports and profiles).
+  std::string summary(bool reasons = true) const;
 
  private:
   Sink sink_;

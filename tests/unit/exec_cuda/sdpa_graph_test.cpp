@@ -237,6 +237,7 @@ TEST(AttentionPath, LogSaysEachFallbackOnceAndSummarisesPaths) {
   EXPECT_NE(said[0].find("falls back to the tiled O(S) kernel: bwd"), std::string::npos);
   EXPECT_EQ(log.summary(),
             "forward: cuDNN fused SDPA; backward: tiled O(S) kernel (" + tiled.reason + ")");
+  EXPECT_EQ(log.summary(false), "forward: cuDNN fused SDPA; backward: tiled O(S) kernel");
 }
 
 /// A DeviceApi that forwards to the recorder and keeps every kernel launch whole.
