@@ -76,7 +76,7 @@ Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
         a.root = 0;
         a.comm = comm;
         // As a communication thread runs a collective alone in its batch (host_backend.cpp).
-        if (!nonblocking_alone(kind)) return run_collective(a);
+        if (!nonblocking_alone(kind)) return run_alone(a);
         PostedOp op;
         TAWPIPE_TRY(post_collective(a, op));
         return wait_one(op);

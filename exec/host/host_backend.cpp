@@ -292,7 +292,7 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp* posted) {
   args.size = static_cast<int>(program->communicators[c].members.size());
   if (op.peer != ir::kNone) args.root = comm_rank[c][static_cast<std::size_t>(op.peer)];
   args.comm = coll_comms[c][op.stream].get();
-  return posted == nullptr ? run_collective(args) : post_collective(args, *posted);
+  return posted == nullptr ? run_alone(args) : post_collective(args, *posted);
 }
 
 Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
@@ -328,7 +328,7 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
       }
       case ir::OpKind::collective:
         if (batch.size() == 1 && !nonblocking_alone(op.collective)) {
-          Status s = run_comm(index);  // MPI's blocking call (mpi_ops.h)
+          Status s = run_comm(index);  // run_alone (mpi_ops.h)
           if (!s.ok()) return fail(s.error());
           out.push_back({index, start, clock_now()});
           break;

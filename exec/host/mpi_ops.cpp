@@ -178,4 +178,109 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
   return Status::success();
 }
 
+namespace {
+
+/// Tag of the direct collectives' messages. Their communicator carries only the collectives of
+/// one stream, in program order, so one tag cannot mismatch (libnbc and coll/tuned use their
+/// own tag space).
+constexpr int kDirectTag = 1;
+
+/// Posts one message of `floats` floats (send or receive) into `ops`.
+Status post_floats(bool is_send, float* data, std::size_t floats, int peer, MPI_Comm comm,
+                   std::vector<PostedOp>& ops) {
+  ops.emplace_back();
+  return post_p2p(is_send, data, 4 * static_cast<std::uint64_t>(floats), peer, kDirectTag, comm,
+                  ops.back());
+}
+
+Status wait_every(std::vector<PostedOp>& ops) {
+  return wait_all(
+      ops, [](std::size_t) {}, nullptr);
+}
+
+/// Scratch for the pieces received from the other members, kept per thread across calls.
+float* scratch(std::size_t floats) {
+  thread_local std::vector<float> s;
+  if (s.size() < floats) s.resize(floats);
+  return s.data();
+}
+
+}  // namespace
+
+bool direct_alone(const CollectiveArgs& a) {
+  const std::uint64_t floats = a.bytes / 4;
+  switch (a.kind) {
+    case ir::CollectiveKind::reduce:
+      return a.size > 1;
+    case ir::CollectiveKind::reduce_scatter:
+    case ir::CollectiveKind::all_reduce:
+      return a.size > 1 && floats % static_cast<std::uint64_t>(a.size) == 0;
+    default:
+      return false;
+  }
+}
+
+Status run_alone(const CollectiveArgs& a) {
+  return direct_alone(a) ? run_direct(a) : run_collective(a);
+}
+
+Status run_direct(const CollectiveArgs& a) {
+  const auto n = static_cast<std::size_t>(a.bytes / 4);
+  const auto p = static_cast<std::size_t>(a.size);
+  const auto me = static_cast<std::size_t>(a.me);
+  std::vector<PostedOp> ops;
+  ops.reserve(2 * p);
+  if (a.kind == ir::CollectiveKind::reduce) {
+    // Every member sends its buffer to the root, which sums them in member order.
+    const bool root = a.me == a.root;
+    if (!root) {
+      TAWPIPE_TRY(post_floats(true, const_cast<float*>(a.send), n, a.root, a.comm, ops));
+      return wait_every(ops);
+    }
+    float* in = scratch(n * p);
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r != me) TAWPIPE_TRY(post_floats(false, in + r * n, n, static_cast<int>(r), a.comm, ops));
+    }
+    TAWPIPE_TRY(wait_every(ops));
+    if (a.send != a.recv) std::copy_n(a.send, n, a.recv);
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r == me) continue;
+      const float* x = in + r * n;
+      for (std::size_t i = 0; i < n; ++i)
+        a.recv[i] += x[i];
+    }
+    return Status::success();
+  }
+  // Reduce-scatter: member j receives piece j of every other member's buffer and sums it into
+  // its own piece (written to the start of recv; in place, the piece is read before it is
+  // overwritten, element by element). All-reduce: that, then every member sends its summed
+  // piece to every other.
+  const std::size_t piece = n / p;
+  float* in = scratch(piece * p);
+  for (std::size_t r = 0; r < p; ++r) {
+    if (r == me) continue;
+    TAWPIPE_TRY(post_floats(false, in + r * piece, piece, static_cast<int>(r), a.comm, ops));
+    TAWPIPE_TRY(post_floats(true, const_cast<float*>(a.send) + r * piece, piece,
+                            static_cast<int>(r), a.comm, ops));
+  }
+  TAWPIPE_TRY(wait_every(ops));
+  const bool all = a.kind == ir::CollectiveKind::all_reduce;
+  float* out = all ? a.recv + me * piece : a.recv;  // where this member's summed piece goes
+  const float* own = a.send + me * piece;
+  for (std::size_t i = 0; i < piece; ++i) {
+    float v = own[i];
+    for (std::size_t r = 0; r < p; ++r)
+      if (r != me) v += in[r * piece + i];
+    out[i] = v;
+  }
+  if (!all) return Status::success();
+  ops.clear();
+  for (std::size_t r = 0; r < p; ++r) {
+    if (r == me) continue;
+    TAWPIPE_TRY(post_floats(false, a.recv + r * piece, piece, static_cast<int>(r), a.comm, ops));
+    TAWPIPE_TRY(post_floats(true, out, piece, static_cast<int>(r), a.comm, ops));
+  }
+  return wait_every(ops);
+}
+
 }  // namespace tawpipe::exec::host
