@@ -84,12 +84,12 @@ Status post_collective(const CollectiveArgs& args, PostedOp& out);
 
 /// Runs one collective with MPI's blocking call (MPI_Bcast, MPI_Reduce, MPI_Allreduce,
 /// MPI_Allgather, MPI_Reduce_scatter_block), same buffers and in-place rules as post_collective.
-/// What the stream threads use for a collective alone in its batch: Open MPI's blocking
-/// collectives (coll/tuned) advance every round as soon as its data arrives, where a non-blocking
-/// one (libnbc) advances one round per test, so with sleeping waits a many-round collective pays
-/// a sleep per round (measured: a 16 MiB reduce-scatter on 2 ranks took 134 ms through libnbc).
-/// The wait inside MPI polls with sched_yield (tawexec sets mpi_yield_when_idle): the cost is
-/// the yield latency beside a compute thread described above.
+/// run_alone's fallback where run_direct does not apply: Open MPI's blocking collectives
+/// (coll/tuned) advance every round as soon as its data arrives, where a non-blocking one
+/// (libnbc) advances one round per test, so with sleeping waits a many-round collective pays a
+/// sleep per round (measured: a 16 MiB reduce-scatter on 2 ranks took 110 ms through libnbc).
+/// The wait inside MPI polls with sched_yield (tawexec sets mpi_yield_when_idle), with the
+/// yield latency beside a compute thread described above.
 Status run_collective(const CollectiveArgs& args);
 
 /// Whether a collective alone in its batch is posted non-blocking and waited for by sleeping
