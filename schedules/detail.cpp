@@ -174,16 +174,24 @@ ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, 
 
 ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream,
                            std::initializer_list<ir::BufferId> bufs, Deps deps) {
-  for (ir::BufferId buf : bufs)
-    deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
-  return b_.alloc(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()),
-                  deps.span());
+  return alloc(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()), deps);
 }
 
 ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream,
                           std::initializer_list<ir::BufferId> bufs, Deps deps) {
-  const ir::OpIndex op =
-      b_.free(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()), deps.span());
+  return free(rank, stream, std::span<const ir::BufferId>(bufs.begin(), bufs.size()), deps);
+}
+
+ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
+                           Deps deps) {
+  for (ir::BufferId buf : bufs)
+    deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
+  return b_.alloc(rank, stream, bufs, deps.span());
+}
+
+ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
+                          Deps deps) {
+  const ir::OpIndex op = b_.free(rank, stream, bufs, deps.span());
   for (ir::BufferId buf : bufs)
     last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)] = op;
   return op;

@@ -119,6 +119,10 @@ class Emitter {
                     Deps deps = {});
   ir::OpIndex free(ir::Rank rank, ir::StreamId stream, std::initializer_list<ir::BufferId> bufs,
                    Deps deps = {});
+  ir::OpIndex alloc(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
+                    Deps deps = {});
+  ir::OpIndex free(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
+                   Deps deps = {});
 
   ir::CostId cost(const ir::Cost& c) { return b_.cost(c); }
   ir::Program finish() && { return std::move(b_).finish(); }

@@ -1,6 +1,7 @@
 #include "schedules/pipeline.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 #include "common/model/cost.h"
@@ -15,8 +16,19 @@ using ir::OpIndex;
 /// Buffers of one (chunk, micro-batch) on a stage.
 struct MicroBuffers {
   ir::BufferId act_in = ir::kNone, act_out = ir::kNone, grad_in = ir::kNone, grad_out = ir::kNone,
-               stash = ir::kNone, held = ir::kNone;
+               stash = ir::kNone;
+  // Split backward only (pipeline.h, "Zero-bubble memory"); kNone when empty.
+  ir::BufferId keep = ir::kNone, b_only = ir::kNone, w_new = ir::kNone;  // `stash` is `reuse`
 };
+
+/// The buffers of `ids` that exist (kNone dropped), in order.
+std::vector<ir::BufferId> present(std::initializer_list<ir::BufferId> ids) {
+  std::vector<ir::BufferId> out;
+  for (ir::BufferId b : ids) {
+    if (b != ir::kNone) out.push_back(b);
+  }
+  return out;
+}
 
 /// One model chunk on one rank.
 struct Chunk {
@@ -31,7 +43,8 @@ struct Chunk {
 /// Costs shared by every chunk (all chunks have the same number of layers).
 struct Costs {
   ir::CostId fwd, bwd, bwd_in, bwd_w, head, emb_f, emb_b;
-  std::uint64_t stash_bytes = 0, held_bytes = 0;
+  std::uint64_t stash_bytes = 0;  ///< fused backward: everything stored but act_in
+  SplitStash split;               ///< split backward
 };
 
 /// Registers the costs in the order 1F1B always used (forward, backward, head, embedding), then
@@ -46,8 +59,7 @@ Costs make_costs(Emitter& e, const Context& ctx, std::int32_t layers, bool fused
   const auto stored =
       static_cast<std::uint64_t>(layers * model::layer_stored_activation_bytes(mc, sh, policy));
   c.stash_bytes = stored > a ? stored - a : 0;
-  c.held_bytes =
-      static_cast<std::uint64_t>(layers * model::layer_weight_gradient_held_bytes(mc, sh, policy));
+  if (split) c.split = split_stash(mc, sh, policy, layers, a);
   const auto workspace =
       static_cast<std::uint64_t>(model::layer_backward_working_set_bytes(mc, sh, policy));
   const model::OpCost recompute = model::layer_recompute_cost(mc, sh, policy) * n;
@@ -58,14 +70,39 @@ Costs make_costs(Emitter& e, const Context& ctx, std::int32_t layers, bool fused
   c.emb_f = e.cost(to_ir(model::embedding_forward_cost(mc, sh)));
   c.emb_b = e.cost(to_ir(model::embedding_backward_cost(mc, sh)));
   if (split) {
-    // B holds the recomputation and the backward working set; W is GEMMs on held tensors.
+    // B holds the recomputation and the backward working set; W is GEMMs on held tensors, after
+    // re-applying the first layer's attention norm to act_in (pipeline.h).
     c.bwd_in = e.cost(to_ir(model::layer_backward_input_cost(mc, sh) * n, recompute, workspace));
-    c.bwd_w = e.cost(to_ir(model::layer_backward_weight_cost(mc, sh) * n));
+    c.bwd_w = e.cost(to_ir(model::layer_backward_weight_cost(mc, sh) * n,
+                           model::cost_of(model::weight_gradient_recompute_kernels(mc, sh))));
   }
   return c;
 }
 
 }  // namespace
+
+SplitStash split_stash(const model::ModelConfig& cfg, const model::MicroBatchShape& shape,
+                       model::RecomputePolicy policy, std::int32_t layers,
+                       std::uint64_t boundary_bytes) {
+  const auto n = static_cast<std::uint64_t>(layers);
+  const std::uint64_t a = boundary_bytes;
+  const auto stored =
+      n * static_cast<std::uint64_t>(model::layer_stored_activation_bytes(cfg, shape, policy));
+  const model::WeightGradientBytes w = model::layer_weight_gradient_bytes(cfg, shape);
+  const auto x = n * static_cast<std::uint64_t>(w.linear_inputs);
+  const auto held = n * static_cast<std::uint64_t>(w.total());
+  assert(stored >= a && x >= a && held >= 2 * a);
+  SplitStash s;
+  // The linear inputs are stored unless the layer is recomputed in full; W reads all but the
+  // first layer's attention-norm output, which it re-creates from act_in.
+  s.keep = policy == model::RecomputePolicy::kFull ? 0 : x - a;
+  const std::uint64_t b_read = stored - a - s.keep;    // stored, read by B only (act_in aside)
+  const std::uint64_t w_read = held - 2 * a - s.keep;  // created by B for W (grad_in aside)
+  s.reuse = std::min(b_read, w_read);
+  s.b_only = b_read - s.reuse;
+  s.w_new = w_read - s.reuse;
+  return s;
+}
 
 Status check_pipeline_split(const Context& ctx, std::int32_t chunks) {
   const std::int32_t P = ctx.replica_ranks;
@@ -158,11 +195,16 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
           b.act_out = e.buffer(r, "act.out" + sm, a, BufferRole::activation, false);
           b.grad_in = e.buffer(r, "agrad.in" + sm, a, BufferRole::activation_grad, false);
           b.grad_out = e.buffer(r, "agrad.out" + sm, a, BufferRole::activation_grad, false);
-          if (cost.stash_bytes) {
-            b.stash = e.buffer(r, "stash" + sm, cost.stash_bytes, BufferRole::workspace, false);
-          }
-          if (split) {
-            b.held = e.buffer(r, "wgrad.in" + sm, cost.held_bytes, BufferRole::workspace, false);
+          const auto stash = [&](const char* name, std::uint64_t bytes) {
+            return bytes ? e.buffer(r, name + sm, bytes, BufferRole::workspace, false) : ir::kNone;
+          };
+          if (!split) {
+            b.stash = stash("stash", cost.stash_bytes);
+          } else {
+            b.stash = stash("stash", cost.split.reuse);
+            b.keep = stash("wgrad.x", cost.split.keep);
+            b.b_only = stash("stash.b", cost.split.b_only);
+            b.w_new = stash("wgrad.dy", cost.split.w_new);
           }
         }
       }
@@ -187,16 +229,15 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
           ready = e.builder().recv(r, s_fwd_recv, c.prev, pp, Bytes(a), b.act_in, none.span());
         }
         e.alloc(r, compute, b.act_out);
-        if (b.stash != ir::kNone) e.alloc(r, compute, b.stash);
+        // What the forward stores: the stash (fused backward), or its split by reader.
+        const std::vector<ir::BufferId> stored = present({b.stash, b.keep, b.b_only});
+        if (!stored.empty()) e.alloc(r, compute, std::span<const ir::BufferId>(stored));
         const Deps deps{ready};
-        const OpIndex f =
-            b.stash != ir::kNone
-                ? e.builder().compute(r, compute, ComputeKind::forward, c.begin, c.end, sample,
-                                      cost.fwd, {c.block.weights, b.act_in}, {b.act_out, b.stash},
-                                      deps.span())
-                : e.builder().compute(r, compute, ComputeKind::forward, c.begin, c.end, sample,
-                                      cost.fwd, {c.block.weights, b.act_in}, {b.act_out},
-                                      deps.span());
+        const std::vector<ir::BufferId> reads{c.block.weights, b.act_in};
+        std::vector<ir::BufferId> writes{b.act_out};
+        writes.insert(writes.end(), stored.begin(), stored.end());
+        const OpIndex f = e.builder().compute(r, compute, ComputeKind::forward, c.begin, c.end,
+                                              sample, cost.fwd, reads, writes, deps.span());
         track(f);
         if (!c.last) {
           const Deps after{f};
@@ -211,7 +252,8 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
         }
       };
 
-      // Fused backward, or B (input gradient) of a split one.
+      // Fused backward, or B (input gradient) of a split one: B frees what only it reads and
+      // leaves W its inputs (pipeline.h, "Zero-bubble memory").
       auto backward = [&](Chunk& c, std::int32_t m, bool input_only) {
         const MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
         const std::int32_t sample = d * N + m;
@@ -222,26 +264,24 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
           ready = e.builder().recv(r, s_bwd_recv, c.next, pp, Bytes(a), b.grad_in, none.span());
         }
         e.alloc(r, compute, b.grad_out);
-        if (input_only) e.alloc(r, compute, b.held);
+        if (b.w_new != ir::kNone) e.alloc(r, compute, b.w_new);
         const Deps deps{ready};
-        ir::ProgramBuilder& pb = e.builder();
-        OpIndex op = ir::kNone;
+        std::vector<ir::BufferId> reads{c.block.weights, b.act_in, b.grad_in};
+        for (ir::BufferId x : present({b.stash, b.keep, b.b_only}))
+          reads.push_back(x);
+        std::vector<ir::BufferId> writes{b.grad_out};
         if (input_only) {
-          op = b.stash != ir::kNone
-                   ? pb.compute(r, compute, ComputeKind::backward_input, c.begin, c.end, sample,
-                                cost.bwd_in, {c.block.weights, b.act_in, b.grad_in, b.stash},
-                                {b.grad_out, b.held}, deps.span())
-                   : pb.compute(r, compute, ComputeKind::backward_input, c.begin, c.end, sample,
-                                cost.bwd_in, {c.block.weights, b.act_in, b.grad_in},
-                                {b.grad_out, b.held}, deps.span());
+          for (ir::BufferId x : present({b.stash, b.w_new}))
+            writes.push_back(x);
         } else {
-          op = b.stash != ir::kNone
-                   ? pb.compute(r, compute, ComputeKind::backward, c.begin, c.end, sample, cost.bwd,
-                                {c.block.weights, b.act_in, b.grad_in, b.stash},
-                                {b.grad_out, c.block.grad}, deps.span())
-                   : pb.compute(r, compute, ComputeKind::backward, c.begin, c.end, sample, cost.bwd,
-                                {c.block.weights, b.act_in, b.grad_in}, {b.grad_out, c.block.grad},
-                                deps.span());
+          writes.push_back(c.block.grad);
+        }
+        const OpIndex op = e.builder().compute(
+            r, compute, input_only ? ComputeKind::backward_input : ComputeKind::backward, c.begin,
+            c.end, sample, input_only ? cost.bwd_in : cost.bwd, reads, writes, deps.span());
+        if (input_only) {
+          if (b.b_only != ir::kNone) e.free(r, compute, b.b_only);
+        } else {
           e.free(r, compute, b.act_in);
           e.free(r, compute, b.grad_in);
           if (b.stash != ir::kNone) e.free(r, compute, b.stash);
@@ -263,18 +303,15 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
       auto backward_weight = [&](Chunk& c, std::int32_t m) {
         const MicroBuffers& b = c.bufs[static_cast<std::size_t>(m)];
         const std::int32_t sample = d * N + m;
-        ir::ProgramBuilder& pb = e.builder();
-        if (b.stash != ir::kNone) {
-          track(pb.compute(r, compute, ComputeKind::backward_weight, c.begin, c.end, sample,
-                           cost.bwd_w, {c.block.weights, b.act_in, b.grad_in, b.stash, b.held},
-                           {c.block.grad}));
-          e.free(r, compute, {b.act_in, b.grad_in, b.stash, b.held});
-        } else {
-          track(pb.compute(r, compute, ComputeKind::backward_weight, c.begin, c.end, sample,
-                           cost.bwd_w, {c.block.weights, b.act_in, b.grad_in, b.held},
-                           {c.block.grad}));
-          e.free(r, compute, {b.act_in, b.grad_in, b.held});
-        }
+        std::vector<ir::BufferId> held{b.act_in, b.grad_in};
+        for (ir::BufferId x : present({b.stash, b.keep, b.w_new}))
+          held.push_back(x);
+        std::vector<ir::BufferId> reads{c.block.weights};
+        reads.insert(reads.end(), held.begin(), held.end());
+        const std::vector<ir::BufferId> writes{c.block.grad};
+        track(e.builder().compute(r, compute, ComputeKind::backward_weight, c.begin, c.end, sample,
+                                  cost.bwd_w, reads, writes));
+        e.free(r, compute, std::span<const ir::BufferId>(held));
       };
 
       for (const Step& s : orders[static_cast<std::size_t>(i)]) {

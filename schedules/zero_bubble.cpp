@@ -6,16 +6,19 @@
 // gradients backward over P2P, tied-embedding and data-parallel all-reduces at the end), but each
 // backward is split into B, the input gradient that the previous stage waits for, and W, the
 // weight gradient nobody waits for. A stage runs B as soon as it can and defers W into what would
-// otherwise be idle time. W keeps alive what it needs until it runs: the stage's input
-// activation, the activation gradient received from the next stage, the stored per-layer
-// tensors, and B's GEMM output gradients (`wgrad.in`, model::layer_weight_gradient_held_bytes),
-// so the memory model counts a micro-batch as in flight from its F to its W.
+// otherwise be idle time. What stays alive between B and W is only what W reads, the input and
+// output gradient of every weight GEMM (model::layer_weight_gradient_bytes); B frees or reuses
+// the rest of the stash, W frees what remains (pipeline.h, "Zero-bubble memory"). A micro-batch
+// thus holds about as much between B and W as before B (less the attention log-sum-exps) with
+// recompute none or selective, as the paper's M_W <= M_B (§2.1, Table 1); with full
+// recomputation W keeps the linear inputs B re-created, which 1F1B never holds at once.
 //
 //  - ZB-H1 (`zb1`, §2.1): 1F1B's order (min(P-1-i, N) warm-up forwards, then one forward and one
 //    B per step) with stage i deferring its W passes by i steps: after its k-th B, stage i runs
 //    the W of micro-batch k-i. Every stage then holds at most P micro-batches, 1F1B's peak (on
-//    stage 0), and with T_W <= T_F and N >= P the bubble is (P-1)(T_F + T_B - T_W) instead of
-//    1F1B's (P-1)(T_F + T_B + T_W): a third of it when the three passes cost the same.
+//    stage 0, where W follows B at once: the paper's "the first worker ... does not exceed the
+//    peak memory of 1F1B"), and with T_W <= T_F and N >= P the bubble is (P-1)(T_F + T_B - T_W)
+//    instead of 1F1B's (P-1)(T_F + T_B + T_W): a third of it when the three passes cost the same.
 //  - ZB-H2 (`zb2`, §2.2): up to 2P-1 micro-batches in flight. The order is the one a unit-time
 //    list schedule gives (the paper's equal-cost assumption T_F = T_B = T_W of §2): in every time
 //    slot each stage runs B if one is ready, else F if fewer than 2P-1 micro-batches are in
@@ -23,6 +26,18 @@
 //    keeps W passes back for the tail, the paper's parallelogram: with N >= 2P-1 each stage is
 //    busy without a gap from its first to its last pass when T_F + T_B <= 2 T_W, and otherwise
 //    idles (P-1)(T_F + T_B - 2 T_W) in between.
+//    Against the paper: §2.2 describes ZB-H2 in words and one drawing (Figure 3, bottom, p = 4,
+//    equal pass times): extra forwards in the warm-up until the first B, then the W passes moved
+//    to the tail so the trapezoid becomes a parallelogram, with at most (2p-1) M_B of
+//    activations. Our order is a rule that yields such a schedule for any P and N, not a copy of
+//    the drawing; it has the paper's warm-up (stage i: 2(P-1-i)+1 forwards, as many as fit before
+//    its first B arrives at unit times), its 2P-1 in-flight peak and its zero bubble at equal
+//    times (pipeline_test.cpp checks all three). Where it may differ: in the steady state a stage
+//    whose B is not ready runs F before a pending W (the drawing's cell-by-cell order of F and W
+//    is not stated in the text, so we do not claim to match it); and N < 2P-1 simply caps the
+//    warm-up at N. The paper's experiments and code (sail-sg/zero-bubble-pipeline-parallelism)
+//    run ZB-1p / ZB-2p, orders found by its automatic scheduler (§3) under memory limits of p and
+//    2p micro-batches, not the handcrafted H1/H2 orders built here.
 //
 // Optimizer step: the synchronous variant, not the paper's post-validation (§4). Before AdamW
 // every stage all-reduces its fp32 squared gradient norm over the pipeline (Megatron's gradient

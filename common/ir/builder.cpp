@@ -162,6 +162,17 @@ OpIndex ProgramBuilder::compute(Rank rank, StreamId stream_id, ComputeKind kind,
                                 std::initializer_list<BufferId> op_reads,
                                 std::initializer_list<BufferId> op_writes,
                                 std::span<const OpIndex> op_deps) {
+  return compute(rank, stream_id, kind, layer_begin, layer_end, sample, cost_id,
+                 std::span<const BufferId>(op_reads.begin(), op_reads.size()),
+                 std::span<const BufferId>(op_writes.begin(), op_writes.size()), op_deps);
+}
+
+OpIndex ProgramBuilder::compute(Rank rank, StreamId stream_id, ComputeKind kind,
+                                std::int32_t layer_begin, std::int32_t layer_end,
+                                std::int32_t sample, CostId cost_id,
+                                std::span<const BufferId> op_reads,
+                                std::span<const BufferId> op_writes,
+                                std::span<const OpIndex> op_deps) {
   assert(cost_id == kNone ||
          (cost_id >= 0 && static_cast<std::size_t>(cost_id) < program_.costs.size()));
   Op op;
@@ -172,8 +183,7 @@ OpIndex ProgramBuilder::compute(Rank rank, StreamId stream_id, ComputeKind kind,
   op.layer_end = layer_end;
   op.sample = sample;
   op.cost = cost_id;
-  return push(rank, op, std::span<const BufferId>(op_reads.begin(), op_reads.size()),
-              std::span<const BufferId>(op_writes.begin(), op_writes.size()), op_deps);
+  return push(rank, op, op_reads, op_writes, op_deps);
 }
 
 OpIndex ProgramBuilder::send(Rank rank, StreamId stream_id, Rank peer, CommId comm, Bytes bytes,

@@ -47,6 +47,11 @@ class ProgramBuilder {
                   std::int32_t layer_end, std::int32_t sample, CostId cost,
                   std::initializer_list<BufferId> reads, std::initializer_list<BufferId> writes,
                   std::span<const OpIndex> deps = {});
+  /// As above, with operand lists built at run time.
+  OpIndex compute(Rank rank, StreamId stream, ComputeKind kind, std::int32_t layer_begin,
+                  std::int32_t layer_end, std::int32_t sample, CostId cost,
+                  std::span<const BufferId> reads, std::span<const BufferId> writes,
+                  std::span<const OpIndex> deps = {});
   OpIndex send(Rank rank, StreamId stream, Rank peer, CommId comm, Bytes bytes, BufferId buffer,
                std::span<const OpIndex> deps = {}, std::int32_t group = kNone);
   OpIndex recv(Rank rank, StreamId stream, Rank peer, CommId comm, Bytes bytes, BufferId buffer,

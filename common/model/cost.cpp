@@ -88,20 +88,6 @@ OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape&
   return cost_of(layer_backward_weight_kernels(cfg, shape));
 }
 
-std::int64_t layer_weight_gradient_held_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                              RecomputePolicy policy) {
-  const std::int64_t f = cfg.effective_ffn();
-  const std::int64_t mlp_out = cfg.mlp == MlpKind::kSwiGLU ? 2 * f : f;
-  const std::int64_t columns =
-      cfg.q_width() + 2 * cfg.kv_width() + cfg.hidden + mlp_out + cfg.hidden;
-  std::int64_t held = shape.tokens() * columns * shape.dtype_bytes;
-  if (policy == RecomputePolicy::kFull) {
-    held += layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective) -
-            shape.tokens() * cfg.hidden * shape.dtype_bytes;
-  }
-  return held;
-}
-
 OpCost layer_recompute_cost(const ModelConfig& cfg, const MicroBatchShape& shape,
                             RecomputePolicy policy) {
   return cost_of(layer_recompute_kernels(cfg, shape, policy));

@@ -101,13 +101,7 @@ OpCost layer_backward_input_cost(const ModelConfig& cfg, const MicroBatchShape& 
 /// layer_backward_cost exactly.
 OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape& shape);
 
-/// Bytes a deferred weight-gradient pass (W) holds for one layer and micro-batch between B and
-/// W, beyond the layer's stored activations (which stay alive until W too): the output
-/// gradients dY of every weight GEMM (Q, K, V, O, gate and up or up, down), T * p bytes per
-/// output column; under kFull also the recomputed activations that W's GEMM inputs X are part
-/// of (the kSelective set minus the layer input, which is stored anyway).
-std::int64_t layer_weight_gradient_held_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
-                                              RecomputePolicy policy);
+// What a deferred W keeps alive between B and W: memory.h's layer_weight_gradient_bytes.
 
 /// Extra forward work re-run before a layer's backward under `policy`: the whole
 /// `layer_forward_cost` for kFull; the attention core for kSelective (Megatron re-runs it; with

@@ -292,6 +292,12 @@ KernelList layer_recompute_kernels(const ModelConfig& cfg, const MicroBatchShape
   return ks;
 }
 
+KernelList weight_gradient_recompute_kernels(const ModelConfig& cfg, const MicroBatchShape& shape) {
+  Kernel k = norm(cfg, dims_of(cfg, shape), "attn_norm", false);
+  k.recompute = true;
+  return {k};
+}
+
 KernelList head_forward_kernels(const ModelConfig& cfg, const MicroBatchShape& shape) {
   const Dims d = dims_of(cfg, shape);
   KernelList ks;

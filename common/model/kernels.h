@@ -94,6 +94,12 @@ KernelList layer_backward_kernels(const ModelConfig& cfg, const MicroBatchShape&
 KernelList layer_recompute_kernels(const ModelConfig& cfg, const MicroBatchShape& shape,
                                    RecomputePolicy policy);
 
+/// What a deferred W (zero-bubble pipelines) re-runs before its wgrad GEMMs: it keeps its
+/// block's input activation instead of the first layer's attention-norm output, which has the
+/// same T x H size and is what the first wgrad GEMM reads (schedules/pipeline.h), so it applies
+/// that norm again: the attention norm's forward, once per block, flagged `recompute`.
+KernelList weight_gradient_recompute_kernels(const ModelConfig& cfg, const MicroBatchShape& shape);
+
 /// Final norm, LM-head GEMM (T x V x H), softmax cross-entropy forward.
 KernelList head_forward_kernels(const ModelConfig& cfg, const MicroBatchShape& shape);
 /// Loss gradient, LM-head dgrad and wgrad, final norm backward.

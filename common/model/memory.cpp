@@ -71,6 +71,20 @@ std::int64_t layer_stored_activation_bytes(const ModelConfig& cfg, const MicroBa
   return layer_activation_bytes(cfg, shape, policy, AttentionImpl::kFused).total();
 }
 
+WeightGradientBytes layer_weight_gradient_bytes(const ModelConfig& cfg,
+                                                const MicroBatchShape& shape) {
+  // Each wgrad GEMM dW (in x out) = x^T dy has shape {in, out, T}: it reads x (T x in) and
+  // dy (T x out). Fused bias-gradient epilogues read the same dy.
+  WeightGradientBytes w;
+  for (const Kernel& k : layer_backward_weight_kernels(cfg, shape)) {
+    if (k.cls != KernelClass::gemm) continue;
+    const std::int64_t tokens = k.shape[2];
+    w.linear_inputs += k.count * tokens * k.shape[0] * shape.dtype_bytes;
+    w.output_grads += k.count * tokens * k.shape[1] * shape.dtype_bytes;
+  }
+  return w;
+}
+
 std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                               RecomputePolicy policy) {
   const std::int64_t widest = std::max({cfg.hidden, cfg.effective_ffn(), cfg.q_width()});

@@ -80,6 +80,37 @@ std::int64_t activation_bytes_per_token_boundary(const ModelConfig& cfg, std::in
 std::int64_t layer_stored_activation_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                            RecomputePolicy policy);
 
+/// What a deferred weight-gradient pass (W of a zero-bubble pipeline, Qi et al., ICLR 2024,
+/// arXiv 2401.10241 §2) needs of one decoder layer and micro-batch once B has run: for every
+/// weight GEMM y = x W the wgrad kernel dW = x^T dy (kernels.h) reads its input x and its output
+/// gradient dy, nothing else (bias gradients are column sums of dy in the same kernel; the norms'
+/// weight gradients come out of their backward kernels, which are in B). The paper's Megatron
+/// implementation keeps exactly these (sail-sg/zero-bubble-pipeline-parallelism,
+/// megatron/core/pipeline_parallel/zerobubble/grad_store.py: WeightGradStore.put stores each
+/// linear layer's total_input and grad_output until W pops them). Counted from the wgrad
+/// kernels' shapes {in, out, T}, T * in * p and T * out * p bytes each:
+///   LLaMA (SwiGLU)  x: norm output H (qkv), attention output qw (o_proj), norm output H
+///                   (gate_up), SwiGLU product F (down)                      = 2H + qw + F
+///                   dy: qw + 2 kvw (qkv), H (o_proj), 2F (gate_up), H (down) = 2H + qw + 2kvw + 2F
+///   GPT (GELU)      x: as above with the GELU output F for down             = 2H + qw + F
+///                   dy: qw + 2 kvw, H, F (up), H                            = 2H + qw + 2kvw + F
+/// per token. For a GPT layer (qw = kvw = H, F = 4H) x + dy = 16 H values = 32 s*b*h bytes, the
+/// activation memory Qi et al. list for W (Table 1). Everything else a layer stores (the norms'
+/// inputs, Q, K, V, the SwiGLU gate and up / the GELU input, the attention log-sum-exp) is read
+/// by B only. Of what `layer_activation_bytes` stores under kNone / kSelective, W keeps exactly
+/// `linear_inputs`, and the B-only rest is as large as `output_grads` plus the log-sum-exp (the
+/// identity that lets B hand its released bytes to the gradients it creates, pipeline.h).
+struct WeightGradientBytes {
+  std::int64_t linear_inputs = 0;  ///< x of every weight GEMM
+  std::int64_t output_grads = 0;   ///< dy of every weight GEMM
+  std::int64_t total() const { return linear_inputs + output_grads; }
+};
+
+/// The tensors W reads for one layer (comment above), from layer_backward_weight_kernels.
+/// Independent of the recompute policy: under kFull, B recomputes the inputs and W keeps them.
+WeightGradientBytes layer_weight_gradient_bytes(const ModelConfig& cfg,
+                                                const MicroBatchShape& shape);
+
 /// Transient peak while one layer runs its backward (on top of what is stored): the layer's
 /// recomputed activations (kFull: the kSelective set; otherwise 0), its gradient buffers (about
 /// 2 * T * max(H, F) * p for the largest input/output gradient pair) and the attention workspace.

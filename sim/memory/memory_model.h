@@ -13,7 +13,8 @@
 /// Each buffer counts toward one kind, by its IR role: weights (own compute-dtype weights),
 /// gradients (the accumulator of owned weights), optimizer (fp32 master copy + AdamW moments),
 /// activations (boundary activations, their gradients, and the per-layer stash that the
-/// generators declare with the `workspace` role), buffers (weight and gradient staging: FSDP's
+/// generators declare with the `workspace` role, including what a split backward keeps from B
+/// to W: schedules/pipeline.h), buffers (weight and gradient staging: FSDP's
 /// gathered blocks and gradient pieces, the weight-passing methods' send/receive slots and
 /// prefetch buffers), workspace (compute ops' working sets).
 ///

@@ -180,20 +180,6 @@ TEST(LayerCost, SplitBackwardSumsToTheFusedBackward) {
   }
 }
 
-// What W holds beyond the stored activations: the GEMM output gradients. tiny (H = 64, F = 192,
-// SwiGLU, no GQA), T = 64 tokens at p = 4 bytes: columns Q, K, V, O = 4 * 64, gate and up
-// 2 * 192, down 64 -> 704 columns * 64 tokens * 4 B = 180224 B. Under kFull W also holds the
-// recomputed kSelective set minus the layer input.
-TEST(LayerMemory, WeightGradientHeldBytes) {
-  const ModelConfig cfg = get("tiny");
-  const MicroBatchShape shape{1, 64, 4};
-  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kSelective), 180224);
-  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kNone), 180224);
-  EXPECT_EQ(layer_weight_gradient_held_bytes(cfg, shape, RecomputePolicy::kFull),
-            180224 + layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective) -
-                64 * 64 * 4);
-}
-
 // AdamW: 28 B of fp32 traffic per parameter plus the fp16/bf16 weight copy; 14 FLOPs each.
 TEST(Optimizer, AdamWTraffic) {
   const OpCost c = optimizer_step_cost(1000, 2);

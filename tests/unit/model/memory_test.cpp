@@ -88,6 +88,44 @@ TEST(LayerActivations, LlamaGqaSwiGluTensorByTensor) {
 // The paper's workload (H = 4096, 32 heads, s = 16384, b = 1): the fused kernel's own memory is
 // the fp32 LSE and D, 2 * 4 * 32 * 16384 = 4 MiB per layer; eager attention would hold the bf16
 // scores and their gradient, 2 * 2 * 32 * 16384^2 = 32 GiB.
+// What a deferred W reads (memory.h): the input x and output gradient dy of every weight GEMM.
+// tiny (H = 64, qw = kvw = 64, F = 192, SwiGLU), T = 64 tokens at p = 4 bytes:
+//   x:  qkv 64, o_proj 64, gate_up 64, down 192            = 384 columns -> 98304 B
+//   dy: qkv 192, o_proj 64, gate_up 384, down 64           = 704 columns -> 180224 B
+TEST(WeightGradientBytes, LinearInputsAndOutputGradients) {
+  const ModelConfig cfg = get("tiny");
+  const MicroBatchShape shape{1, 64, 4};
+  const WeightGradientBytes w = layer_weight_gradient_bytes(cfg, shape);
+  EXPECT_EQ(w.linear_inputs, 384 * 64 * 4);
+  EXPECT_EQ(w.output_grads, 704 * 64 * 4);
+}
+
+// GPT-3 layer (qw = kvw = h, GELU F = 4h): x = 2h + h + 4h = 7h, dy = 3h + h + 4h + h = 9h
+// values per token, x + dy = 16 s*b*h values = 32 s*b*h bytes at 16 bit: the memory Qi et al.
+// (arXiv 2401.10241, Table 1) give for W, against B's 34sbh + 5as^2b.
+TEST(WeightGradientBytes, GptLayerMatchesZeroBubbleTable) {
+  const std::int64_t s = 2048, b = 2, h = 12288;
+  const WeightGradientBytes w = layer_weight_gradient_bytes(get("gpt3-175b"), {b, s, 2});
+  EXPECT_EQ(w.linear_inputs, 14 * s * b * h);
+  EXPECT_EQ(w.total(), 32 * s * b * h);
+}
+
+// The identity the split backward's in-place hand-over rests on (schedules/pipeline.h): with
+// fused attention, what a layer stores under none / selective is exactly x + dy + the fp32
+// log-sum-exp, for every preset (SwiGLU or GELU, with or without GQA and biases). Under full
+// recomputation only the layer input is stored.
+TEST(WeightGradientBytes, StoredIsWeightGradientInputsPlusLse) {
+  for (const std::string& name : model_registry().names()) {
+    const ModelConfig cfg = get(name.c_str());
+    const MicroBatchShape shape{2, 512, 2};
+    const LayerActivationBytes stored =
+        layer_activation_bytes(cfg, shape, RecomputePolicy::kSelective);
+    EXPECT_EQ(stored.total(),
+              layer_weight_gradient_bytes(cfg, shape).total() + stored.attention_lse)
+        << name;
+  }
+}
+
 TEST(AttentionWorkspace, FusedIsLinearInSequenceLength) {
   const ModelConfig cfg = get("llama-h4096-l48");
   const MicroBatchShape shape{1, 16384, 2};

@@ -19,7 +19,10 @@
 #include <tuple>
 
 #include "common/ir/verifier.h"
+#include "common/model/memory.h"
+#include "common/model/presets.h"
 #include "schedule_test_util.h"
+#include "schedules/pipeline.h"
 
 namespace tawpipe::schedules {
 namespace {
@@ -338,6 +341,78 @@ TEST(ZeroBubble, VerifierChecksSplitBackward) {
     ASSERT_FALSE(v.ok);
     EXPECT_NE(v.message.find("backward_weight reads"), std::string::npos) << v.message;
   }
+}
+
+// The split backward's stash (pipeline.h, "Zero-bubble memory") for a chunk of n layers, a the
+// boundary activation, S the stored bytes per layer, x + dy what W reads per layer:
+//  - F stores what 1F1B stores: a (act_in) + keep + reuse + b_only = n*S;
+//  - after B exactly W's inputs stay: a (act_in) + a (grad_in) + keep + reuse + w_new =
+//    n*(x + dy);
+//  - none / selective: W's linear inputs are stored (keep = n*x - a) and B allocates nothing
+//    (w_new = 0), freeing only the first attention-norm output and the log-sum-exps (b_only =
+//    a + n*lse); full: only layer inputs are stored (keep = 0, reuse = (n-1) a) and B creates
+//    the rest of what W reads.
+TEST(ZeroBubble, SplitStashHoldsExactlyWhatWReads) {
+  const model::ModelConfig cfg = model::preset("llama2-7b").value();
+  const model::MicroBatchShape shape{1, 4096, 2};
+  const auto a = static_cast<std::uint64_t>(shape.tokens() * cfg.hidden * 2);
+  const auto x =
+      static_cast<std::uint64_t>(model::layer_weight_gradient_bytes(cfg, shape).linear_inputs);
+  const auto w = static_cast<std::uint64_t>(model::layer_weight_gradient_bytes(cfg, shape).total());
+  for (const auto policy : {model::RecomputePolicy::kNone, model::RecomputePolicy::kSelective,
+                            model::RecomputePolicy::kFull}) {
+    const auto S =
+        static_cast<std::uint64_t>(model::layer_stored_activation_bytes(cfg, shape, policy));
+    const auto lse =
+        static_cast<std::uint64_t>(model::layer_activation_bytes(cfg, shape, policy).attention_lse);
+    for (const std::uint64_t n : {1u, 2u, 5u}) {
+      SCOPED_TRACE(std::string(model::to_string(policy)) + " n=" + std::to_string(n));
+      const detail::SplitStash st =
+          detail::split_stash(cfg, shape, policy, static_cast<std::int32_t>(n), a);
+      EXPECT_EQ(a + st.keep + st.reuse + st.b_only, n * S);
+      EXPECT_EQ(2 * a + st.keep + st.reuse + st.w_new, n * w);
+      if (policy == model::RecomputePolicy::kFull) {
+        EXPECT_EQ(st.keep, 0u);
+        EXPECT_EQ(st.reuse, (n - 1) * a);
+        EXPECT_EQ(st.b_only, 0u);
+      } else {
+        EXPECT_EQ(st.keep, n * x - a);
+        EXPECT_EQ(st.w_new, 0u);
+        EXPECT_EQ(st.b_only, a + n * lse);
+      }
+    }
+  }
+}
+
+// Freeing at B what W still reads is a use-after-free the verifier rejects: the free that follows
+// a B (its B-only stash) is turned into a free of the linear inputs W reads later.
+TEST(ZeroBubble, VerifierRejectsFreeingWInputsAtB) {
+  ScheduleInput in = testing::small_input(1, 4, 8, 4, 1, {});
+  in.train.recompute = model::RecomputePolicy::kSelective;
+  ir::Program q = testing::must_generate("zb1", in);
+  ASSERT_TRUE(ir::verify(q).ok) << ir::verify(q).message;
+  ir::RankProgram& rp = q.ranks[1];
+  const auto named = [&](const std::string& name) {
+    for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
+      if (rp.buffers[b].name == name) return static_cast<ir::BufferId>(b);
+    }
+    return ir::kNone;
+  };
+  const ir::BufferId b_only = named("stash.b.m0"), keep = named("wgrad.x.m0");
+  ASSERT_NE(b_only, ir::kNone);
+  ASSERT_NE(keep, ir::kNone);
+  bool swapped = false;
+  for (const ir::Op& op : rp.ops) {
+    if (op.kind != OpKind::free || op.writes_count != 1) continue;
+    ir::BufferId& freed = rp.buffer_pool[op.buffers_offset + op.reads_count];
+    if (freed != b_only) continue;
+    freed = keep;
+    swapped = true;
+  }
+  ASSERT_TRUE(swapped);
+  const ir::VerifyResult v = ir::verify(q);
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.message.find("'wgrad.x.m0'"), std::string::npos) << v.message;
 }
 
 TEST(Interleaved, RejectsWhatMegatronRejects) {
