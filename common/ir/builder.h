@@ -87,7 +87,7 @@ class ProgramBuilder {
   struct CostLess {
     bool operator()(const Cost& a, const Cost& b) const;
   };
-  /// Per-rank bookkeeping for the builder's asserts.
+  /// Per-rank bookkeeping for the builder's asserts (filled in debug builds only).
   struct RankState {
     std::unordered_set<std::string> buffer_names;
     std::unordered_set<std::int32_t> closed_groups;  ///< groups this rank has moved past
