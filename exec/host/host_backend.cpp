@@ -481,7 +481,8 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
     const ir::Op& op = rp.ops[i];
     if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
     int& k = next_tag[{op.comm, op.peer, op.kind == ir::OpKind::send}];
-    m.tags[i] = k % (m.tag_ub + 1);
+    // Tags wrap at MPI_TAG_UB (Open MPI's is INT_MAX: + 1 in int would overflow).
+    m.tags[i] = static_cast<int>(k % (static_cast<std::int64_t>(m.tag_ub) + 1));
     ++k;
   }
 
