@@ -58,8 +58,9 @@ std::int64_t korthikanti_layer_bytes(std::int64_t s, std::int64_t b, std::int64_
 std::int64_t attention_workspace_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                        AttentionImpl impl) {
   const std::int64_t rows = shape.batch * cfg.heads * shape.seq_len;
-  if (impl == AttentionImpl::kFused) return 2 * kFp32 * rows;  // LSE + backward's D
-  return 2 * shape.dtype_bytes * rows * shape.seq_len;         // scores and their gradient
+  if (impl == AttentionImpl::kFused)  // LSE + backward's D + backward's fp32 dQ accumulator
+    return 2 * kFp32 * rows + kFp32 * shape.tokens() * cfg.q_width();
+  return 2 * shape.dtype_bytes * rows * shape.seq_len;  // scores and their gradient
 }
 
 std::int64_t activation_bytes_per_token_boundary(const ModelConfig& cfg, std::int64_t dtype_bytes) {

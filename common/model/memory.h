@@ -66,9 +66,12 @@ std::int64_t korthikanti_layer_bytes(std::int64_t s, std::int64_t b, std::int64_
                                      RecomputePolicy policy);
 
 /// The attention kernel's own memory besides Q, K, V and O for one layer and micro-batch: fused,
-/// the fp32 log-sum-exp (forward output kept for the backward) plus the backward's fp32
-/// D = rowsum(dO * O), 2 * 4*b*a*s bytes, O(s); eager, the p-byte s x s scores and their
-/// gradient, 2*p*a*s^2*b. This is what `tawsim --print-model` shows as the attention workspace.
+/// the fp32 log-sum-exp (forward output kept for the backward), the backward's fp32
+/// D = rowsum(dO * O) (2 * 4*b*a*s bytes) and the backward's fp32 dQ accumulator, 4*b*s*(a*d)
+/// bytes: FlashAttention-2's backward (Dao 2023, Algorithm 2: dQ_i accumulated over the key
+/// blocks in fp32, `dq_accum` in its code) and cuDNN's fused SDPA backward both keep it; all
+/// O(s); eager, the p-byte s x s scores and their gradient, 2*p*a*s^2*b. This is what
+/// `tawsim --print-model` shows as the attention workspace.
 std::int64_t attention_workspace_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                        AttentionImpl impl = AttentionImpl::kFused);
 

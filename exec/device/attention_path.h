@@ -6,12 +6,13 @@
 /// on CPU; exec/cuda/cudnn_sdpa.cpp supplies the plans.
 ///
 /// Memory contract (what the IR sizes, common/model/memory.h attention_workspace_bytes): per
-/// layer and micro-batch, besides Q, K, V and O, the attention owns 2 * 4*b*h*s bytes: the fp32
-/// log-sum-exp (the forward's statistics output, kept for the backward) and the fp32 delta
-/// D = rowsum(dO * O) of the backward. exec/device/device_compute.cpp allocates exactly these
-/// two pieces (`lse`, `delta`). The tiled kernel uses them as they are. cuDNN writes its
-/// statistics into `lse` and computes D inside the fused graph, so the `delta` piece is the
-/// workspace it is lent (4*b*h*s bytes): its dQ accumulator (backward: fp32 b*h*s*d) plus the
+/// layer and micro-batch, besides Q, K, V and O, the attention owns the fp32 log-sum-exp (4*b*h*s
+/// bytes; the forward's statistics output, kept for the backward), the backward's fp32
+/// D = rowsum(dO * O) (4*b*h*s) and the backward's fp32 dQ accumulator (4*b*s*h*d), which
+/// FlashAttention-2 and cuDNN's flash backward keep. exec/device/device_compute.cpp allocates
+/// exactly these as two pieces: `lse`, and `delta` (D followed by the accumulator's room). The
+/// tiled kernel uses `lse` and D. cuDNN writes its statistics into `lse` and computes D inside the
+/// fused graph, so the whole `delta` piece is the workspace it is lent: its dQ accumulator plus the
 /// plan's workspace must fit there, or that direction runs the tiled kernel and says why once.
 /// So the memory a run allocates for attention never exceeds what the IR sized, on either path.
 #pragma once

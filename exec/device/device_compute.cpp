@@ -90,7 +90,7 @@ class Emitter {
             i64(d_.head_dim),
             i64(d_.seq_len),
             0,
-            static_cast<int64_t>(attention_workspace_bytes(d_) / 2)};
+            static_cast<int64_t>(attention_workspace_bytes(d_) - attention_lse_bytes(d_))};
   }
 
   Status layer_forward(DevicePtr w, DevicePtr x, DevicePtr y) {
@@ -164,8 +164,12 @@ class Emitter {
 
 }  // namespace
 
+std::uint64_t attention_lse_bytes(const math::Dims& d) {
+  return std::uint64_t{d.batch} * d.heads * d.seq_len * sizeof(float);
+}
+
 std::uint64_t attention_workspace_bytes(const math::Dims& d) {
-  return 2 * std::uint64_t{d.batch} * d.heads * d.seq_len * sizeof(float);
+  return 2 * attention_lse_bytes(d) + std::uint64_t{d.tokens()} * d.hidden * sizeof(float);
 }
 
 Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const math::Dims& d,
@@ -183,8 +187,8 @@ Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const ma
     piece(p, T * F * a);
   piece(&s.r1, T * 4);
   piece(&s.r2, T * 4);
-  piece(&s.lse, attention_workspace_bytes(d) / 2);
-  piece(&s.delta, attention_workspace_bytes(d) / 2);
+  piece(&s.lse, attention_lse_bytes(d));
+  piece(&s.delta, attention_workspace_bytes(d) - attention_lse_bytes(d));
   piece(&s.inputs, std::max<std::size_t>(max_layers, 1) * T * H * a);
   piece(&s.logits, T * V * a);
   piece(&s.tokens, 2 * T * 4);

@@ -39,10 +39,14 @@ struct ComputeEnv {
   Scratch scratch;
 };
 
-/// Bytes of attention workspace per layer in flight: lse and delta, f32 [batch x heads x seq],
-/// the IR's figure (common/model/memory.h attention_workspace_bytes, kFused). The delta half is
-/// also the workspace lent to cuDNN's fused attention (exec/device/attention_path.h).
+/// Bytes of attention workspace per layer in flight, the IR's figure (common/model/memory.h
+/// attention_workspace_bytes, kFused): `lse`, f32 [batch x heads x seq], then `delta`: D, f32
+/// [batch x heads x seq], followed by room for the backward's f32 dQ accumulator [tokens x
+/// hidden]. The whole delta piece is the workspace lent to cuDNN's fused attention
+/// (exec/device/attention_path.h); the tiled kernel uses its first 4*b*h*s bytes.
 std::uint64_t attention_workspace_bytes(const math::Dims& d);
+/// The `lse` piece of it: 4*b*h*s bytes.
+std::uint64_t attention_lse_bytes(const math::Dims& d);
 
 /// Allocates the scratch of one stream (one mem_alloc; the pieces are offsets into it).
 Expected<Scratch> allocate_scratch(DeviceApi& api, StreamHandle stream, const math::Dims& d,

@@ -108,7 +108,8 @@ void print_model_memory(const model::ModelConfig& m, const model::TrainConfig& t
   std::cout << fmt::format(
       "  memory per layer and micro-batch (seq {}, micro-batch {}, {}):\n"
       "    stored activations: none {}, selective {}, full {} (recompute {})\n"
-      "    attention workspace: {} fused (fp32 log-sum-exp + D, O(s)); eager s x s scores would "
+      "    attention workspace: {} fused (fp32 log-sum-exp, D and the backward's dQ accumulator, "
+      "O(s)); eager s x s scores would "
       "be {}\n"
       "    backward working set ({}): {}; LM head + loss working set: {}\n"
       "  training state: {} B per parameter (weights {}, fp32 gradients {}, master + AdamW {})\n",

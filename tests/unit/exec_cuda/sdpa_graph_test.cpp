@@ -336,7 +336,8 @@ TEST(AttentionPath, BlockLendsExactlyTheIrSizedDeltaPieceAsWorkspace) {
   ASSERT_TRUE(layers_backward(env, *w, 1, *x, *y, *dx, *dw).ok());
   EXPECT_TRUE(api.rec.errors().empty()) << api.rec.errors().front();
   int fwd = 0, bwd = 0;
-  const auto lent = static_cast<std::int64_t>(attention_workspace_bytes(*dims) / 2);
+  const auto lent =
+      static_cast<std::int64_t>(attention_workspace_bytes(*dims) - attention_lse_bytes(*dims));
   for (const KernelLaunch& k : api.launches) {
     if (k.kernel == Kernel::attention_forward) {
       ++fwd;
