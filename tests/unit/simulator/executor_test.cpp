@@ -38,16 +38,9 @@ TEST(Executor, StreamFifoAndDependencies) {
   EXPECT_EQ(r->rank_stats[0].idle, SimTime());
 }
 
-// A TawPipe-style slot (algorithms.md §2.9): rank 0 computes shard k while its prefetch stream
-// receives shard k+1 from rank 8 on another node; compute of k+1 depends on the receive. On
-// 3x8-a100 the inter-node path is the 100 GbE NIC with NCCL's socket transport: a pair
-// communicator opens 2 P2P channels to a network peer (10 MB > 4 x 128 KiB per channel), each one
-// TCP connection of ~2.5 GB/s: 5 GB/s, under the line's 12.5 x 0.54. A 10 MB shard then takes
-// ~2 ms + latency, less than the ~37 ms slot (1e13 FLOP at R), so the prefetch is hidden:
-// iteration = 2 x slot time exactly and rank 0 has no exposed comm. (Contention of the P2P
-// kernel with the compute is turned off here; ContentionFromChannels below prices it.)
-TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
-  const topo::Topology t = testing::shipped("3x8-a100");
+// Rank 0 computes a 1e13-FLOP shard while its prefetch stream receives the next 10 MB shard
+// from rank 8 (another node); the next compute depends on the receive.
+ir::Program tawpipe_slot_program(const topo::Topology& t) {
   ir::ProgramBuilder b(testing::header_for(t, 9), 9);
   const ir::StreamId prefetch = b.stream("prefetch");
   const ir::CommId pair = b.communicator("pair0-8", {0, 8});
@@ -61,7 +54,20 @@ TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
   const ir::OpIndex deps[] = {rcv};
   b.compute(0, 0, ir::ComputeKind::forward, 1, 2, 0, c, {w1}, {}, deps);
   b.send(8, prefetch, 0, pair, shard, own);
-  const ir::Program p = std::move(b).finish();
+  return std::move(b).finish();
+}
+
+// A TawPipe-style slot (algorithms.md §2.9): rank 0 computes shard k while its prefetch stream
+// receives shard k+1 from rank 8 on another node; compute of k+1 depends on the receive. On
+// 3x8-a100 the inter-node path is the 100 GbE NIC with NCCL's socket transport: a pair
+// communicator opens 2 P2P channels to a network peer (10 MB > 4 x 128 KiB per channel), each one
+// TCP connection of ~2.5 GB/s: 5 GB/s, under the line's 12.5 x 0.54. A 10 MB shard then takes
+// ~2 ms + latency, less than the ~37 ms slot (1e13 FLOP at R), so the prefetch is hidden:
+// iteration = 2 x slot time exactly and rank 0 has no exposed comm. (Contention of the P2P
+// kernel with the compute is turned off here; ContentionFromChannels below prices it.)
+TEST(Executor, TawPipeSlotPrefetchHiddenBehindCompute) {
+  const topo::Topology t = testing::shipped("3x8-a100");
+  const ir::Program p = tawpipe_slot_program(t);
   SimOptions no_contention;
   no_contention.sm_contention = 0.0;
   auto r = simulate(p, t, no_contention);
@@ -282,20 +288,7 @@ TEST(Executor, SmContentionSlowsOverlappedCompute) {
 // The sender (rank 8) computes nothing, so only rank 0 slows.
 TEST(Executor, ContentionFromChannels) {
   const topo::Topology t = testing::shipped("3x8-a100");
-  ir::ProgramBuilder b(testing::header_for(t, 9), 9);
-  const ir::StreamId prefetch = b.stream("prefetch");
-  const ir::CommId pair = b.communicator("pair0-8", {0, 8});
-  const ir::CostId c = b.cost(testing::gemm_cost(1e13));
-  const Bytes shard(10'000'000);
-  const ir::BufferId w0 = b.buffer(0, "w.k", shard, ir::BufferRole::weight_staging, true);
-  const ir::BufferId w1 = b.buffer(0, "w.k1", shard, ir::BufferRole::weight_staging, true);
-  const ir::BufferId own = b.buffer(8, "w.own", shard, ir::BufferRole::weights, true);
-  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, c, {w0}, {});
-  const ir::OpIndex rcv = b.recv(0, prefetch, 8, pair, shard, w1);
-  const ir::OpIndex deps[] = {rcv};
-  b.compute(0, 0, ir::ComputeKind::forward, 1, 2, 0, c, {w1}, {}, deps);
-  b.send(8, prefetch, 0, pair, shard, own);
-  const ir::Program p = std::move(b).finish();
+  const ir::Program p = tawpipe_slot_program(t);
   auto r = simulate(p, t, SimOptions{});  // default: modelled contention
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   const double d = static_cast<double>(r->rank_stats[0].comm_sum.picoseconds());
