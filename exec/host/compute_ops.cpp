@@ -115,29 +115,23 @@ Expected<double> run_compute(const ir::Program& program, ir::Rank rank, ir::OpIn
       math::layers_forward(d, w, nlayers, x, y);
       return 0.0;
     }
-    case ir::ComputeKind::backward: {
+    case ir::ComputeKind::backward:
+    case ir::ComputeKind::backward_input:     // B of a split backward: no weight gradient
+    case ir::ComputeKind::backward_weight: {  // W: no input gradient
       TAWPIPE_GET(w, o.weights, wsize, "weight");
       TAWPIPE_GET(x, o.act_in, TH, "activation input");
       TAWPIPE_GET(dy, o.agrad_in, TH, "activation-gradient input");
-      TAWPIPE_GET(dx, o.agrad_out, TH, "activation-gradient output");
-      TAWPIPE_GET(dw, o.grad_out, wsize, "gradient");
+      float* dx = nullptr;
+      float* dw = nullptr;
+      if (op.compute != ir::ComputeKind::backward_weight) {
+        TAWPIPE_GET(agrad, o.agrad_out, TH, "activation-gradient output");
+        dx = agrad;
+      }
+      if (op.compute != ir::ComputeKind::backward_input) {
+        TAWPIPE_GET(grad, o.grad_out, wsize, "gradient");
+        dw = grad;
+      }
       math::layers_backward(d, w, nlayers, x, dy, dx, dw);
-      return 0.0;
-    }
-    case ir::ComputeKind::backward_input: {
-      TAWPIPE_GET(w, o.weights, wsize, "weight");
-      TAWPIPE_GET(x, o.act_in, TH, "activation input");
-      TAWPIPE_GET(dy, o.agrad_in, TH, "activation-gradient input");
-      TAWPIPE_GET(dx, o.agrad_out, TH, "activation-gradient output");
-      math::layers_backward(d, w, nlayers, x, dy, dx, nullptr);
-      return 0.0;
-    }
-    case ir::ComputeKind::backward_weight: {
-      TAWPIPE_GET(w, o.weights, wsize, "weight");
-      TAWPIPE_GET(x, o.act_in, TH, "activation input");
-      TAWPIPE_GET(dy, o.agrad_in, TH, "activation-gradient input");
-      TAWPIPE_GET(dw, o.grad_out, wsize, "gradient");
-      math::layers_backward(d, w, nlayers, x, dy, nullptr, dw);
       return 0.0;
     }
     case ir::ComputeKind::head: {

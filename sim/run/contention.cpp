@@ -35,6 +35,7 @@
 // 1 + X for compute ops that start while a communication op of their rank is in flight; 0 turns
 // contention off. CPU topologies (host backend) share cores instead (core_sharing.h).
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "sim/run/executor_impl.h"
@@ -139,7 +140,7 @@ void Executor::shift_load(ir::Rank r, const CommLoad& load, int sign) {
   RankClock& c = clock_[idx(r)];
   c.load.sms += sign * load.sms;
   c.load.hbm += sign * load.hbm;
-  if (c.load.sms < 0) c.load.sms = 0;
+  assert(c.load.sms >= 0 && "a communication op's load removed more often than added");
   if (c.load.hbm < 1e-6) c.load.hbm = 0.0;  // rounding residue of sums of rates
   const SimTime now = engine_.now();
   for (RunningCompute& run : c.running) {
