@@ -1,9 +1,19 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <array>
+#include <cassert>
+#include <charconv>
 #include <numeric>
 
 namespace tawpipe {
+
+std::string shortest_number(double v) {
+  std::array<char, 64> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  assert(ec == std::errc());
+  return std::string(buf.data(), end);
+}
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);

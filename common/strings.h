@@ -9,6 +9,9 @@
 
 namespace tawpipe {
 
+/// The shortest decimal text that reads back as exactly `v` (std::to_chars round trip).
+std::string shortest_number(double v);
+
 /// Levenshtein distance (insert, delete, substitute all cost 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

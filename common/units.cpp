@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace tawpipe {
 namespace {
 
@@ -121,13 +123,6 @@ bool is_whole(long double v) {
   return std::fabs(v - r) <= 1e-9L * std::fmax(1.0L, std::fabs(v));
 }
 
-std::string shortest(double v) {
-  std::array<char, 64> buf{};
-  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-  assert(ec == std::errc());
-  return std::string(buf.data(), end);
-}
-
 // Formats `v` (in base units) as "<number><unit>" with the first unit among `preferred` whose
 // text parses back to exactly `v`; falls back to the base unit.
 template <class T, class Parse>
@@ -135,11 +130,11 @@ std::string format_round_trip(double base_value, std::initializer_list<UnitFacto
                               std::string_view base_unit, const T& original, Parse parse) {
   for (const auto& u : preferred) {
     const std::string text =
-        shortest(static_cast<double>(base_value / u.factor)) + std::string(u.name);
+        shortest_number(static_cast<double>(base_value / u.factor)) + std::string(u.name);
     auto back = parse(text);
     if (back.ok() && *back == original) return text;
   }
-  return shortest(base_value) + std::string(base_unit);
+  return shortest_number(base_value) + std::string(base_unit);
 }
 
 std::string with_sig_digits(double v, std::string_view unit) {

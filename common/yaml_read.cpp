@@ -27,12 +27,6 @@ std::string join_path(const std::string& parent, std::string_view key) {
   return parent + "." + std::string(key);
 }
 
-std::string shortest_number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 std::string type_name(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Null:

@@ -3,21 +3,15 @@
 // bytes. Units print with units.h's to_string, which parses back exactly.
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/profile/profile.h"
+#include "common/strings.h"
 
 namespace tawpipe::profile {
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
 
 // "{a: 1, b: 2}" from key/value pairs.
 std::string flow(const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -72,7 +66,7 @@ void write_device(std::ostringstream& out, const std::string& name, const Device
     for (std::size_t i = 0; i < d.ranks->outliers.size(); ++i)
       outliers += (i ? ", " : "") + std::to_string(d.ranks->outliers[i]);
     field("ranks", flow({{"count", std::to_string(d.ranks->count)},
-                         {"spread", number(d.ranks->spread)},
+                         {"spread", shortest_number(d.ranks->spread)},
                          {"outliers", outliers + "]"}}));
   }
   out << (any ? "\n" : " {}\n");

@@ -2,9 +2,9 @@
 // that they parse back to the same value. Its FNV-1a hash is the topology's content hash.
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <string>
 
+#include "common/strings.h"
 #include "common/topology/describe.h"
 #include "common/topology/graph_impl.h"
 #include "common/topology/kernel_tables.h"
@@ -12,16 +12,6 @@
 
 namespace tawpipe::topo::detail {
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-void key(YAML::Emitter& out, const char* k) {
-  out << YAML::Key << k << YAML::Value;
-}
 
 void bandwidth_block(YAML::Emitter& out, const char* k, Bandwidth b) {
   key(out, k);
@@ -50,15 +40,15 @@ void emit_device(YAML::Emitter& out, const DeviceKind& d) {
   key(out, "efficiency");
   out << YAML::Flow << YAML::BeginMap;
   key(out, "gemm");
-  out << number(d.efficiency.gemm);
+  out << shortest_number(d.efficiency.gemm);
   key(out, "attention_fwd");
-  out << number(d.efficiency.attention_fwd);
+  out << shortest_number(d.efficiency.attention_fwd);
   key(out, "attention_bwd");
-  out << number(d.efficiency.attention_bwd);
+  out << shortest_number(d.efficiency.attention_bwd);
   key(out, "elementwise");
-  out << number(d.efficiency.elementwise);
+  out << shortest_number(d.efficiency.elementwise);
   key(out, "memory");
-  out << number(d.efficiency.memory) << YAML::EndMap;
+  out << shortest_number(d.efficiency.memory) << YAML::EndMap;
   key(out, "launch_overhead");
   out << to_string(d.launch_overhead);
   if (d.sm_count > 0) {
@@ -185,7 +175,7 @@ void emit_network(YAML::Emitter& out, const TopologySpec& spec) {
     key(out, "spines");
     out << n.spines;
     key(out, "oversubscription");
-    out << number(n.oversubscription);
+    out << shortest_number(n.oversubscription);
   }
   out << YAML::EndMap << YAML::EndMap;
 }
@@ -210,7 +200,7 @@ void emit_overrides(YAML::Emitter& out, const TopologySpec& spec) {
     }
     if (o.efficiency) {
       key(out, "efficiency");
-      out << number(*o.efficiency);
+      out << shortest_number(*o.efficiency);
     }
     if (o.latency) {
       key(out, "latency");
@@ -245,7 +235,7 @@ std::string dump_spec(const TopologySpec& spec) {
     key(out, "latency");
     out << to_string(c.latency);
     key(out, "efficiency");
-    out << number(c.efficiency) << YAML::EndMap;
+    out << shortest_number(c.efficiency) << YAML::EndMap;
   }
   out << YAML::EndMap;
   key(out, "node_templates");

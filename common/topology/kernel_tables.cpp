@@ -2,9 +2,10 @@
 #include "common/topology/kernel_tables.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string>
 #include <vector>
+
+#include "common/strings.h"
 
 namespace tawpipe::topo::detail {
 namespace {
@@ -68,17 +69,11 @@ std::vector<WidthFraction> parse_fractions(const Ctx& c) {
   return out;
 }
 
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
+}  // namespace
 
 void key(YAML::Emitter& out, const char* k) {
   out << YAML::Key << k << YAML::Value;
 }
-
-}  // namespace
 
 KernelTables parse_kernel_tables(const Ctx& c) {
   const MapReader m(c, kKeys, "kernel tables");
@@ -152,7 +147,7 @@ void emit_kernel_tables(YAML::Emitter& out, const KernelTables& t) {
       if (b.empty()) continue;
       key(out, std::string(model::to_string(k)).c_str());
       if (b.size() == 1 && b[0].width == 0) {
-        out << number(b[0].fraction);
+        out << shortest_number(b[0].fraction);
         continue;
       }
       out << YAML::Flow << YAML::BeginSeq;
@@ -161,7 +156,7 @@ void emit_kernel_tables(YAML::Emitter& out, const KernelTables& t) {
         key(out, "width");
         out << w.width;
         key(out, "fraction");
-        out << number(w.fraction) << YAML::EndMap;
+        out << shortest_number(w.fraction) << YAML::EndMap;
       }
       out << YAML::EndSeq;
     }

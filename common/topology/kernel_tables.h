@@ -29,4 +29,7 @@ bool is_kernel_table_key(std::string_view key);
 /// Writes the block in canonical form (parses back to the same tables).
 void emit_kernel_tables(YAML::Emitter& out, const KernelTables& t);
 
+/// Emits `k` as the next map key of `out`, ready for its value.
+void key(YAML::Emitter& out, const char* k);
+
 }  // namespace tawpipe::topo::detail
