@@ -568,30 +568,31 @@ CollectivePlanner::P2pChoice CollectivePlanner::p2p(ir::CommId comm, ir::Rank sr
   const topo::GpuId a = placement[idx(src)];
   const topo::GpuId b = placement[idx(dst)];
   const bool inter = topology_.node_of(a) != topology_.node_of(b);
-  const int p2p_channels = nccl::pow2_up(p.shape.channels);
+  // NCCL 2.28.9's P2P channels (nccl_tuning.h): p2pnChannels, then the per-peer count is the
+  // smallest per-pair count of the whole communicator, so on a communicator spanning nodes the
+  // network peers' count (2 up to 64 ranks) caps NVLink peers too.
+  const int p2p_channels = nccl::pow2_up(std::min(p.shape.channels, 32));
+  const bool nvlink = p.shape.intra == nccl::Hw::nvlink;
+  int min_pair = nvlink ? 2 * std::max(1, p.nvlink_links) : 2;
+  if (p.nodes > 1) {
+    // One NIC meets a GPU's network bandwidth on every shipped node (getLocalNetCountByBw = 1).
+    min_pair = std::min(min_pair, nccl::net_peer_channels(p.members, p2p_channels, 1));
+  }
+  const int per_peer = nccl::p2p_channels_per_peer(p2p_channels, min_pair);
   const double size = static_cast<double>(bytes);
+  c.channels = clamp_channels(nccl::p2p_channels_for_size(
+      size, p.members, p.nodes, per_peer, p2p_channels, nccl::p2p_chunk_bytes(p.nodes, nvlink)));
   if (inter) {
-    // NCCL_NCHANNELS_PER_NET_PEER = 2 channels to a network peer, 128 KiB P2P chunks.
-    c.channels = nccl::p2p_channels_for_size(size, p.members, 2, p2p_channels, 128.0 * 1024);
-    c.channels = clamp_channels(c.channels);
     if (topology_.nccl_socket_transport())
       c.bound = c.channels * nccl_.socket.connection_bytes_per_second();
     c.extra_latency = SimTime::ps(
         static_cast<std::int64_t>(std::ceil(nccl::p2p_latency_us(nccl::Hw::net) * 1e6)));
     return c;
   }
-  if (p.shape.intra == nccl::Hw::nvlink) {
-    // Per peer: 2 x links channels (paths.cc), a power of two; 512 KiB chunks on NVLink.
-    const int links = p.nvlink_links;
-    const int per_peer = std::min(32, nccl::pow2_up(2 * links));
-    c.channels = nccl::p2p_channels_for_size(size, p.members, per_peer,
-                                             std::max(p2p_channels, per_peer), 512.0 * 1024);
-    c.channels = clamp_channels(c.channels);
+  if (nvlink) {
     // Channels x per-channel rate, within the GPU's SM-driven NVLink rate (links x 20 GB/s).
     c.bound = std::min(c.channels * nccl::kP2pChannelBytesPerSecond,
-                       links * nccl::nvlink_link_bytes_per_second(p.shape.arch));
-  } else {
-    c.channels = nccl::p2p_channels_for_size(size, p.members, 2, p2p_channels, 512.0 * 1024);
+                       p.nvlink_links * nccl::nvlink_link_bytes_per_second(p.shape.arch));
   }
   c.extra_latency =
       SimTime::ps(static_cast<std::int64_t>(std::ceil(nccl::p2p_latency_us(p.shape.intra) * 1e6)));

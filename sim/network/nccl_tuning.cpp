@@ -247,18 +247,37 @@ int pow2_up(int v) {
   return r;
 }
 
-int p2p_channels_for_size(double bytes, int ranks, int per_peer, int p2p_channels,
+int p2p_channels_per_peer(int p2p_channels, int min_pair_channels) {
+  return std::min(pow2_up(std::max(1, std::min(p2p_channels, min_pair_channels))), p2p_channels);
+}
+
+int net_peer_channels(int ranks, int p2p_channels, int nics_by_bandwidth) {
+  int nc = 2;
+  while (nc * ranks > p2p_channels * 4 && nc > 1)
+    nc /= 2;
+  return std::max(nics_by_bandwidth, nc);
+}
+
+double p2p_chunk_bytes(int nodes, bool all_nvlink) {
+  if (nodes > 1) return 128.0 * 1024;  // NCCL_P2P_NET_CHUNKSIZE
+  return all_nvlink ? 512.0 * 1024     // NCCL_P2P_NVL_CHUNKSIZE
+                    : 128.0 * 1024;    // NCCL_P2P_PCI_CHUNKSIZE
+}
+
+int p2p_channels_for_size(double bytes, int ranks, int nodes, int per_peer, int p2p_channels,
                           double chunk_bytes) {
   const int max_nc = per_peer;
   int min_nc = per_peer;
   while (min_nc * ranks > p2p_channels && min_nc > 1)
     min_nc /= 2;
-  min_nc = std::min(min_nc, max_nc);
-  // SENDRECV_SLICEFACTOR 4: a channel carries at most 4 chunks before another is added.
-  const double max_per_channel = 4.0 * chunk_bytes;
-  int nc = min_nc;
-  while (bytes / nc > max_per_channel && nc <= max_nc / 2)
+  const double min_part = nodes > 1 ? chunk_bytes / 2 : chunk_bytes / 8;
+  const double max_part = nodes > 1 ? chunk_bytes : 32.0 * chunk_bytes;
+  int nc = std::min(min_nc, std::max(1, static_cast<int>(std::ceil(bytes / min_part))));
+  double part = std::max(min_part, std::ceil(bytes / nc));
+  while (part > max_part && nc <= max_nc / 2) {
     nc *= 2;
+    part = std::ceil(bytes / nc);
+  }
   return nc;
 }
 

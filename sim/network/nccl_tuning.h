@@ -22,15 +22,22 @@
 ///    bytes < channels x threads x threshold, drop one channel; threads = 512 (Simple, LL) or
 ///    640 (LL128) (NCCL_SIMPLE/LL/LL128_MAX_NTHREADS, src/include/device.h); threshold 64 B
 ///    (Simple), 8 B (LL128), 8 B x ranks (ring LL) (NCCL_*_THREAD_THRESHOLD, src/include/comm.h).
-///    P2P (`scheduleP2pTasksToPlan`, NCCL 2.22 and later): per peer at most
-///    `p2pnChannelsPerPeer`, at least that count halved while channels x ranks > p2pnChannels;
-///    between those, the count doubles while a channel would carry more than 4 x the P2P chunk
-///    (SENDRECV_SLICEFACTOR 4 x NCCL_P2P_NVL_CHUNKSIZE 512 KiB on NVLink, x
-///    NCCL_P2P_NET_CHUNKSIZE 128 KiB across nodes). (NCCL 2.18-2.21 also halved the maximum while
-///    channels x ranks > 4 x p2pnChannels; not modelled.)
-///  - src/graph/paths.cc (`ncclTopoGetNchannels`, `ncclTopoComputeP2pChannels`): P2P channels to
-///    an NVLink peer = 2 x (path bandwidth / per-link NVLink bandwidth), to a network peer
-///    NCCL_NCHANNELS_PER_NET_PEER = 2; rounded up to a power of two, at most MAXCHANNELS 32.
+///    P2P (NCCL 2.28.9, the version tawexec links; NVIDIA/nccl src/enqueue.cc `addP2pToPlan`,
+///    `scheduleP2pTasksToPlan`): per peer at most `p2pnChannelsPerPeer`; the smallest count an
+///    operation starts from is that count halved while channels x ranks > p2pnChannels; it starts
+///    from min(that, bytes / minPart) and doubles while a channel's part exceeds maxPart, where
+///    minPart = step / 2 and maxPart = step on a communicator spanning nodes, step / 8 and
+///    32 x step on one node; step = the P2P chunk (src/init.cc `computeBuffSizes`:
+///    NCCL_P2P_NET_CHUNKSIZE 128 KiB on a multi-node communicator, NCCL_P2P_NVL_CHUNKSIZE 512 KiB
+///    on an all-NVLink node, NCCL_P2P_PCI_CHUNKSIZE 128 KiB otherwise). (2.22-2.27 doubled while
+///    a channel carried more than 4 chunks; 2.18-2.21 also halved the maximum; not modelled.)
+///  - src/graph/paths.cc (`ncclTopoGetNchannels`, `ncclTopoComputeP2pChannels`, 2.28.9):
+///    p2pnChannels = pow2Up(min(collective channels, 32)); p2pnChannelsPerPeer = pow2Up of the
+///    SMALLEST per-pair count over every pair of the communicator, at most p2pnChannels. Per pair:
+///    NVLink peer 2 x (path bandwidth / per-link NVLink bandwidth), other local peer 2, network
+///    peer (NCCL_NCHANNELS_PER_NET_PEER unset) max(NICs needed by bandwidth, 2 halved while
+///    2 x ranks > 4 x p2pnChannels). So on a communicator that spans nodes every P2P operation,
+///    NVLink peers included, runs on at most the network peers' count: 2 channels up to 64 ranks.
 ///  - src/graph/topo.h: NCCL's per-link NVLink bandwidth, SM80 20.0 GB/s, SM90 20.6 GB/s. A
 ///    GPU's collective channels on an NVSwitch node: 2 per NVLink link (the ring search finds
 ///    one channel per link and duplicates them, src/graph/connect.cc), at most 32; a DGX/HGX
@@ -142,11 +149,19 @@ int channels_for_size(double bytes, int channels, Algo algo, Proto proto, int ra
 /// an all-reduce across nodes (`tree_bus_bytes_per_second` > 0).
 Tuned tune(const CommShape& shape, double bytes, const TunerOverrides& overrides);
 
-/// P2P channels NCCL uses for one send of `bytes` on a communicator of `ranks`, with
-/// `per_peer` channels to that peer and `p2p_channels` in all (both powers of two);
-/// `chunk_bytes` = 512 KiB on NVLink/PCIe, 128 KiB across nodes. See the file comment.
-int p2p_channels_for_size(double bytes, int ranks, int per_peer, int p2p_channels,
+/// `p2pnChannelsPerPeer` of a communicator (see the file comment): `p2p_channels` =
+/// p2pnChannels (a power of two), `min_pair_channels` = the smallest per-pair count.
+int p2p_channels_per_peer(int p2p_channels, int min_pair_channels);
+/// Per-pair channel count to a network peer with NCCL_NCHANNELS_PER_NET_PEER unset (2.28.9):
+/// max(`nics_by_bandwidth`, 2 halved while 2 x ranks > 4 x p2pnChannels).
+int net_peer_channels(int ranks, int p2p_channels, int nics_by_bandwidth);
+/// P2P channels NCCL uses for one send of `bytes` on a communicator of `ranks` ranks over
+/// `nodes` nodes, with `per_peer` = p2pnChannelsPerPeer and `p2p_channels` = p2pnChannels (both
+/// powers of two) and the communicator's P2P chunk `chunk_bytes`. See the file comment.
+int p2p_channels_for_size(double bytes, int ranks, int nodes, int per_peer, int p2p_channels,
                           double chunk_bytes);
+/// The communicator's P2P chunk (src/init.cc `computeBuffSizes`), bytes.
+double p2p_chunk_bytes(int nodes, bool all_nvlink);
 /// Rounds up to a power of two.
 int pow2_up(int v);
 

@@ -113,27 +113,68 @@ TEST(Nccl, RingAllReduceEightA100At4GiB) {
   EXPECT_NEAR(r.busbw_gb_per_s, 239.6, 0.1);
 }
 
-// A P2P transfer: sendrecv on 8 A100: per peer 2 x 12 -> 32 channels (p2pnChannels 32); per
-// op at least 4 (4 x 8 <= 32), doubled while a channel would carry more than 4 x 512 KiB, at
-// most 32. A P2P channel moves 9 GB/s (NVIDIA/nccl-tests issue 331: 72 GB/s over 8 channels),
-// all of them at most the SM copies' 12 x 20 GB/s. Latency: route 2 x 500 ns + one Simple step
-// 3.4 us.
-//   1 MiB:  4 channels, 36 GB/s:  t = 4.4 us + 1 MiB / 36 GB/s = 33.53 us
-//   16 MiB: 8 channels, 72 GB/s:  t = 4.4 us + 16 MiB / 72 GB/s = 237.4 us
-//   64 MiB: 32 channels, min(288, 240) = 240 GB/s: t = 4.4 us + 64 MiB / 240 GB/s = 284.0 us
-// A P2P op uses fewer channels than a collective (24) until 64 MiB, and never more than the
-// SM-driven rate: 240 GB/s, not the links' 273.
+// A P2P transfer, NCCL 2.28.9 rules (src/graph/paths.cc, src/enqueue.cc `addP2pToPlan`):
+// sendrecv on 8 A100 of one node: p2pnChannels = pow2Up(24) = 32; per peer pow2Up(2 x 12 links)
+// = 32; an operation starts from 32 halved while x 8 ranks > 32 -> 4; P2P chunk 512 KiB
+// (all NVLink, one node): minPart 64 KiB, maxPart 32 x 512 KiB = 16 MiB; channels double while a
+// channel's part exceeds 16 MiB. A P2P channel moves 9 GB/s (NVIDIA/nccl-tests issue 331:
+// 72 GB/s over 8 channels), all of them at most the SM copies' 12 x 20 GB/s. Latency: route
+// 2 x 500 ns + one Simple step 3.4 us.
+//   1 MiB:   4 channels (part 256 KiB), 36 GB/s:  t = 4.4 us + 1 MiB / 36 GB/s = 33.53 us
+//   64 MiB:  4 channels (part 16 MiB, not above), t = 4.4 us + 64 MiB / 36 GB/s = 1868.5 us
+//   128 MiB: 8 channels (32 MiB -> 16 MiB), 72 GB/s: t = 4.4 us + 128 MiB / 72 GB/s
+//   512 MiB: 32 channels (128 -> 64 -> 32 -> 16 MiB), min(288, 240) = 240 GB/s
+// A P2P op uses far fewer channels than a collective (24) until hundreds of MiB, and never
+// more than the SM-driven rate: 240 GB/s, not the links' 273.
 TEST(Nccl, SendRecvUsesFewerChannels) {
   const topo::Topology t = testing::shipped("dgx-a100");
   const CollectiveRow small = row_of(t, "sendrecv", 1u << 20);
   EXPECT_EQ(small.channels, 4);
   EXPECT_NEAR(small.time.seconds(), 4.4e-6 + kMiB / 36e9, 2e-12);
-  const CollectiveRow mid = row_of(t, "sendrecv", 16u << 20);
-  EXPECT_EQ(mid.channels, 8);
-  EXPECT_NEAR(mid.time.seconds(), 4.4e-6 + 16 * kMiB / 72e9, 2e-12);
-  const CollectiveRow r = row_of(t, "sendrecv", 64ull << 20);
+  const CollectiveRow mid = row_of(t, "sendrecv", 64u << 20);
+  EXPECT_EQ(mid.channels, 4);
+  EXPECT_NEAR(mid.time.seconds(), 4.4e-6 + 64 * kMiB / 36e9, 2e-12);
+  const CollectiveRow big = row_of(t, "sendrecv", 128u << 20);
+  EXPECT_EQ(big.channels, 8);
+  EXPECT_NEAR(big.time.seconds(), 4.4e-6 + 128 * kMiB / 72e9, 2e-12);
+  const CollectiveRow r = row_of(t, "sendrecv", 512ull << 20);
   EXPECT_EQ(r.channels, 32);
-  EXPECT_NEAR(r.time.seconds(), 4.4e-6 + 64 * kMiB / 240e9, 2e-12);
+  EXPECT_NEAR(r.time.seconds(), 4.4e-6 + 512 * kMiB / 240e9, 2e-12);
+}
+
+// The per-peer count is the smallest over every pair of the communicator (paths.cc
+// `ncclTopoComputeP2pChannels`): one network peer caps NVLink peers too.
+//   8 NVSwitch A100 alone:           p2pnChannels 32, pairs 24 -> pow2Up 32.
+//   3 nodes x 8, one NIC per node:    collective channels 2 (one ring per NIC, doubled) ->
+//     p2pnChannels 2; network pair: 2 halved while 2 x 24 > 4 x 2 -> 1, max(1 NIC, 1) = 1;
+//     per peer min(pow2Up(min(2, 24, 1)), 2) = 1.
+//   4 nodes x 8, 8 HDR rails:         collective channels 16 -> p2pnChannels 16; network pair:
+//     2 x 32 > 4 x 16? no -> 2; per peer 2.
+//   1024 ranks, p2pnChannels 32:      2 x 1024 > 128 -> 1 per network peer.
+TEST(Nccl, P2pChannelsPerPeerTakeTheCommunicatorsSmallestPair) {
+  EXPECT_EQ(nccl::p2p_channels_per_peer(32, 24), 32);
+  EXPECT_EQ(nccl::net_peer_channels(24, 2, 1), 1);
+  EXPECT_EQ(nccl::p2p_channels_per_peer(2, std::min(24, nccl::net_peer_channels(24, 2, 1))), 1);
+  EXPECT_EQ(nccl::net_peer_channels(32, 16, 1), 2);
+  EXPECT_EQ(nccl::p2p_channels_per_peer(16, std::min(24, nccl::net_peer_channels(32, 16, 1))), 2);
+  EXPECT_EQ(nccl::net_peer_channels(1024, 32, 1), 1);
+  EXPECT_EQ(nccl::net_peer_channels(1024, 32, 4), 4);  // four NICs needed by bandwidth
+  // Per operation across nodes (chunk 128 KiB: minPart 64 KiB, maxPart 128 KiB): per peer 2 on
+  // 32 ranks with p2pnChannels 16 starts from 2 halved while x 32 > 16 -> 1; 64 KiB stays on 1,
+  // 1 MiB doubles to 2 (the per-peer cap).
+  EXPECT_EQ(nccl::p2p_chunk_bytes(4, true), 128.0 * 1024);
+  EXPECT_EQ(nccl::p2p_channels_for_size(64.0 * 1024, 32, 4, 2, 16, 128.0 * 1024), 1);
+  EXPECT_EQ(nccl::p2p_channels_for_size(1.0 * kMiB, 32, 4, 2, 16, 128.0 * 1024), 2);
+}
+
+// On the paper's cluster (3 x 8 A100, one 100 GbE NIC per node, NCCL over sockets) a P2P of the
+// 24-rank world communicator runs on ONE channel = one TCP connection of one socket, 2.5 GB/s
+// (nccl_tuning.h SocketTransport); sendrecv's slowest pair crosses nodes: t(1 GiB) =
+// latency + 1 GiB / 2.5 GB/s, algbw -> 2.5 GB/s.
+TEST(Nccl, SendRecvOnTheWorldCommunicatorOfThePaperClusterUsesOneSocket) {
+  const CollectiveRow r = row_of(testing::shipped("3x8-a100"), "sendrecv", 1ull << 30);
+  EXPECT_EQ(r.channels, 1);
+  EXPECT_NEAR(r.algbw_gb_per_s, 2.5, 0.01);
 }
 
 // Tree on 2 nodes x 2 GPUs (4 ranks), 1 GiB. Channels: 2 per NIC. Tree 0 is node 0 <- node 1,
