@@ -27,15 +27,9 @@ struct LayerCache {
   float *h1, *r1, *q, *k, *v, *probs, *o, *x2, *h2, *r2, *gate, *up, *m;
 };
 
-/// One thread's scratch for the layer kernels (the host backend runs each IR stream on its own
-/// thread, and calibration on the caller's): like a framework's caching allocator and
-/// uninitialised workspaces, it is reused across calls and never cleared where the kernels
-/// overwrite it.
-struct Workspace {
-  Vec h1, r1, q, k, v, probs, o, x2, h2, r2, gate, up, m;  // LayerCache storage
-  Vec dm, dgate, dup, dh, dx2, dout, dq, dk, dv, norm_grad;
-  Vec ping, pong, out, grad, gin;
-  std::vector<Vec> inputs;  ///< layers_backward: the recomputed input of every layer
+/// Storage behind one LayerCache.
+struct CacheStore {
+  Vec h1, r1, q, k, v, probs, o, x2, h2, r2, gate, up, m;
 
   LayerCache cache(const Dims& d) {
     const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
@@ -47,6 +41,26 @@ struct Workspace {
             at_least(gate, T * F), at_least(up, T * F),
             at_least(m, T * F)};
   }
+};
+
+/// One thread's scratch for the layer kernels (the host backend runs each IR stream on its own
+/// thread, and calibration on the caller's): like a framework's caching allocator and
+/// uninitialised workspaces, it is reused across calls and never cleared where the kernels
+/// overwrite it.
+struct Workspace {
+  /// One cache per layer of the largest range seen: layers_backward recomputes the range's
+  /// forward once and keeps every layer's intermediates (what checkpointing a block does);
+  /// layers_forward and the head use the first.
+  std::vector<CacheStore> layers;
+  Vec dm, dgate, dup, dh, dx2, dout, dq, dk, dv, norm_grad;
+  Vec ping, pong, out, grad, gin;
+  std::vector<Vec> inputs;  ///< layers_backward: the recomputed input of every layer
+
+  CacheStore& store(std::size_t layer) {
+    if (layers.size() <= layer) layers.resize(layer + 1);
+    return layers[layer];
+  }
+  LayerCache cache(const Dims& d, std::size_t layer = 0) { return store(layer).cache(d); }
 };
 
 Workspace& workspace() {
@@ -143,23 +157,28 @@ void layers_backward(const Dims& d, const float* w, std::size_t n, const float* 
                      float* dx, float* dw) {
   const std::size_t TH = d.tokens() * d.hidden, phi = layer_layout(d).size;
   Workspace& ws = workspace();
-  const LayerCache cache = ws.cache(d);
-  // Recompute the boundary inputs of every layer of the range (checkpoint = x = input 0).
+  // Recompute the range's forward once from its checkpoint x, keeping every layer's input and
+  // intermediates (n layer forwards, as the cost model's full recomputation counts; keeping
+  // only the inputs and recomputing each layer again before its backward cost 2n - 1).
   if (ws.inputs.size() < n) ws.inputs.resize(n);
   std::vector<const float*> inputs(n, x);
-  for (std::size_t l = 0; l + 1 < n; ++l) {
-    float* next = at_least(ws.inputs[l + 1], TH);
-    layer_forward(d, w + l * phi, inputs[l], next, cache);
-    inputs[l + 1] = next;
-  }
+  if (n > 0) ws.store(n - 1);  // grow once: the caches' pointers stay valid below
+  std::vector<LayerCache> caches;
+  caches.reserve(n);
+  for (std::size_t l = 0; l < n; ++l)
+    caches.push_back(ws.cache(d, l));
   float* out = at_least(ws.out, TH);
+  for (std::size_t l = 0; l < n; ++l) {
+    float* next = l + 1 < n ? at_least(ws.inputs[l + 1], TH) : out;
+    layer_forward(d, w + l * phi, inputs[l], next, caches[l]);
+    if (l + 1 < n) inputs[l + 1] = next;
+  }
   float* buf[2] = {at_least(ws.grad, TH), at_least(ws.gin, TH)};
   const float* grad = dy;
   for (std::size_t l = n; l-- > 0;) {
-    layer_forward(d, w + l * phi, inputs[l], out, cache);
     float* gin = buf[l % 2];
     layer_backward(d, w + l * phi, inputs[l], grad, gin, dw != nullptr ? dw + l * phi : nullptr,
-                   cache, ws);
+                   caches[l], ws);
     grad = gin;
   }
   // dx may alias dy (an in-place activation gradient): written last, from the workspace.
@@ -188,9 +207,10 @@ double head_forward_backward(const Dims& d, const float* w_emb, const float* x,
   const EmbeddingLayout E = embedding_layout(d);
   const std::size_t T = d.tokens(), H = d.hidden, V = d.vocab;
   Workspace& ws = workspace();  // h, r, logits and dh are overwritten before use
-  float* h = at_least(ws.h1, T * H);
-  float* r = at_least(ws.r1, T);
-  float* logits = at_least(ws.gate, T * V);
+  CacheStore& c = ws.store(0);
+  float* h = at_least(c.h1, T * H);
+  float* r = at_least(c.r1, T);
+  float* logits = at_least(c.gate, T * V);
   float* dh = at_least(ws.dh, T * H);
   rmsnorm_forward(x, w_emb + E.final_norm, T, H, d.norm_eps, h, r);
   gemm(false, true, T, V, H, 1.0f, h, H, w_emb + E.lm_head, H, 0.0f, logits, V);

@@ -4,8 +4,9 @@
 /// dims.h; activations are row-major [tokens x H].
 ///
 /// The IR's backward of a layer range recomputes the range's forward from the stored boundary
-/// activation (full activation checkpointing) and then back-propagates; these functions do
-/// exactly that, so no intermediate tensor outlives a call.
+/// activation (full activation checkpointing: each layer's forward runs once more, keeping the
+/// range's intermediates) and then back-propagates; these functions do exactly that, so no
+/// intermediate tensor outlives a call.
 #pragma once
 
 #include <cstddef>
