@@ -144,6 +144,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
   std::vector<int> indices(ops.size());
   int polls = 0;
   std::int64_t sleep_ns = kFirstSleepNs;
+  auto since = std::chrono::steady_clock::now();  // the last completion (or the start)
   while (!requests.empty()) {
     int outcount = 0;
     TAWPIPE_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
@@ -165,6 +166,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       requests.resize(w);
       polls = 0;
       sleep_ns = kFirstSleepNs;
+      since = std::chrono::steady_clock::now();
       continue;
     }
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
@@ -172,7 +174,12 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       ++polls;  // test again at once: a message about to land costs no sleep
     } else {
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
-      sleep_ns = std::min(2 * sleep_ns, kMaxSleepNs);
+      const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - since)
+                                         .count();
+      const std::int64_t cap =
+          std::clamp(waited_ns / kLongWaitSleepDivisor, kMaxSleepNs, kLongWaitMaxSleepNs);
+      sleep_ns = std::min(2 * sleep_ns, cap);
     }
   }
   return Status::success();

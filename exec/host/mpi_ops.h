@@ -10,10 +10,12 @@
 /// Waiting: `wait_all` tests the requests (MPI_Testsome, which is also what advances Open MPI's
 /// shared-memory transport and libnbc's collective schedules) and, between tests, gives the core
 /// away: a few immediate re-tests first (a message that is about to land costs no sleep), then
-/// sleeps that double from kFirstSleep to kMaxSleep. A busy wait (MPI_Wait's default) would steal
-/// the core from the compute thread of this or another rank that shares it; a sleeping wait adds
-/// at most kMaxSleep of latency per collective round. No sched_yield(): beside a runnable compute
-/// thread, a yield under EEVDF costs up to that thread's whole slice (below).
+/// sleeps that double from kFirstSleep to kMaxSleep, or in a long wait to 1/8 of the wait so far
+/// (kLongWaitSleepDivisor). A busy wait (MPI_Wait's default) would steal the core from the
+/// compute thread of this or another rank that shares it; a sleeping wait adds at most kMaxSleep
+/// (long waits: 1/8 of their length, at most kLongWaitMaxSleepNs) of latency per collective
+/// round. No sched_yield(): beside a runnable compute thread, a yield under EEVDF costs up to
+/// that thread's whole slice (below).
 ///
 /// MPI's blocking collectives (run_collective, with mpi_yield_when_idle) poll with
 /// sched_yield(), and under Linux's EEVDF scheduler a yield only pushes the yielding thread's
@@ -41,9 +43,19 @@ namespace tawpipe::exec::host {
 
 /// First sleep between tests once the immediate re-tests are spent (nanoseconds).
 inline constexpr std::int64_t kFirstSleepNs = 4'000;
-/// Longest sleep between tests: bounds the latency a waiting thread adds to each round of a
-/// collective (libnbc advances one round per test) while costing ~1 context switch per 100 us.
+/// Longest sleep between tests of a short wait: bounds the latency a waiting thread adds to
+/// each round of a collective (libnbc advances one round per test).
 inline constexpr std::int64_t kMaxSleepNs = 100'000;
+/// A wait that has lasted w since the last completion sleeps up to w / kLongWaitSleepDivisor
+/// (at most kLongWaitMaxSleepNs) between tests: it adds at most 1/8 of its own length, and a
+/// receive that waits a whole forward or backward of the peer stage stops waking every
+/// 100-200 us. Each wake-up of a thread on a core preempts that core's compute thread, and on
+/// this VM (PTI without PCID, virtualised timers) costs the compute thread ~50 us of progress:
+/// one thread sleeping 100 us in a loop slowed a 4-layer forward by 30 % (26.3 -> 34.4 ms,
+/// ~5000 wakes/s), sleeping 1 ms by 4 % (930 wakes/s). Measured with a sleeper thread pinned
+/// beside layers_forward (exec/math/block.h), cpu-h256, seq 256.
+inline constexpr std::int64_t kLongWaitSleepDivisor = 8;
+inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
 /// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
 inline constexpr int kSpinPolls = 8;
 /// The slice a communication thread asks of the scheduler: the smallest Linux accepts (100 us).
