@@ -94,8 +94,12 @@ SplitStash split_stash(const model::ModelConfig& cfg, const model::MicroBatchSha
   assert(stored >= a && x >= a && held >= 2 * a);
   SplitStash s;
   // The linear inputs are stored unless the layer is recomputed in full; W reads all but the
-  // first layer's attention-norm output, which it re-creates from act_in.
-  s.keep = policy == model::RecomputePolicy::kFull ? 0 : x - a;
+  // first layer's attention-norm output, which it re-creates from act_in. Op-level SAC stores
+  // only some of them (memory.h) and recomputes the rest in B, so, as under kFull, W keeps what
+  // B's recomputation re-creates.
+  s.keep = policy == model::RecomputePolicy::kFull || policy == model::RecomputePolicy::kSelectiveOp
+               ? 0
+               : x - a;
   const std::uint64_t b_read = stored - a - s.keep;    // stored, read by B only (act_in aside)
   const std::uint64_t w_read = held - 2 * a - s.keep;  // created by B for W (grad_in aside)
   s.reuse = std::min(b_read, w_read);

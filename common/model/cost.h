@@ -106,7 +106,8 @@ OpCost layer_backward_weight_cost(const ModelConfig& cfg, const MicroBatchShape&
 /// Extra forward work re-run before a layer's backward under `policy`: the whole
 /// `layer_forward_cost` for kFull; the attention core for kSelective (Megatron re-runs it; with
 /// FlashAttention its backward already recomputes the scores, so this is the forward kernel);
-/// nothing for kNone.
+/// for kSelectiveOp the forward less its saved ops (kernels.cpp layer_op_sac_recompute); nothing
+/// for kNone.
 OpCost layer_recompute_cost(const ModelConfig& cfg, const MicroBatchShape& shape,
                             RecomputePolicy policy);
 

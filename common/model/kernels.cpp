@@ -235,6 +235,26 @@ void layer_backward(const ModelConfig& cfg, const Dims& d, KernelList* b, Kernel
   push(norm(cfg, d, "attn_norm", true));
 }
 
+// What torchtitan's op-level SAC replays before a block's backward (precision.h kSelectiveOp):
+// the forward without the saved ops. The saved projections (wq, wv, w1, w2; GELU: wq, wv, up)
+// and attention return their stored outputs; the others run again: the attention norm, wk (the
+// K columns of our fused QKV GEMM), RoPE, wo, the residual add, the MLP norm, w3 (the up half of
+// the gate/up GEMM) and SwiGLU, or GELU. The last residual add is not replayed: nothing the
+// backward reads depends on it (torch.utils.checkpoint stops the replay early).
+KernelList layer_op_sac_recompute(const ModelConfig& cfg, const Dims& d) {
+  const std::vector<Linear> attn = attention_linears(cfg, d);
+  KernelList ks;
+  ks.push_back(norm(cfg, d, "attn_norm", false));
+  add_linear_fwd(ks, d, {"k_proj_gemm", d.h, d.kvw, cfg.biases});
+  if (cfg.position == PositionKind::kRoPE) ks.push_back(rope(d, false));
+  add_linear_fwd(ks, d, attn[1]);
+  ks.push_back(residual(d, "attn_residual"));
+  ks.push_back(norm(cfg, d, "mlp_norm", false));
+  if (cfg.mlp == MlpKind::kSwiGLU) add_linear_fwd(ks, d, {"up_proj_gemm", d.h, d.f, cfg.biases});
+  ks.push_back(activation(cfg, d, false));
+  return ks;
+}
+
 }  // namespace
 
 KernelList layer_forward_kernels(const ModelConfig& cfg, const MicroBatchShape& shape) {
@@ -285,6 +305,9 @@ KernelList layer_recompute_kernels(const ModelConfig& cfg, const MicroBatchShape
       break;
     case RecomputePolicy::kFull:
       ks = layer_forward_kernels(cfg, shape);
+      break;
+    case RecomputePolicy::kSelectiveOp:
+      ks = layer_op_sac_recompute(cfg, dims_of(cfg, shape));
       break;
   }
   for (Kernel& k : ks)

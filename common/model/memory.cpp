@@ -23,6 +23,16 @@ LayerActivationBytes layer_activation_bytes(const ModelConfig& cfg, const MicroB
     a.layer_input = t * h * p;  // Korthikanti §4.3: 2*s*b*h in 16 bit
     return a;
   }
+  if (policy == RecomputePolicy::kSelectiveOp) {
+    // torchtitan's op-level SAC (precision.h): the checkpointed block's input, the outputs of the
+    // 1st, 3rd, 5th and 7th mm (wq: q_width, wv: kv_width, w1: F, w2: H) and attention's outputs
+    // (O: q_width, the fp32 log-sum-exp); a GELU MLP keeps only its up projection's output F.
+    a.layer_input = t * h * p;
+    a.attention = t * (cfg.q_width() + cfg.kv_width() + cfg.q_width()) * p;
+    a.attention_lse = kFp32 * t * cfg.heads;
+    a.mlp = t * (cfg.effective_ffn() + (cfg.mlp == MlpKind::kSwiGLU ? h : 0)) * p;
+    return a;
+  }
   a.norms = 2 * t * h * p;  // the inputs of both norms (the residual stream twice)
   // QKV input (the first norm's output), Q and K (for QK^T), V, and the attention output, which is
   // also the O projection's input. Korthikanti: 2 + 4 + 2 + 2 = 10 s*b*h for a = h/d heads.
@@ -50,8 +60,10 @@ std::int64_t korthikanti_layer_bytes(std::int64_t s, std::int64_t b, std::int64_
       return 34 * s * b * h;
     case RecomputePolicy::kFull:
       return 2 * s * b * h;
+    case RecomputePolicy::kSelectiveOp:  // not one of the paper's policies (precondition)
+      break;
   }
-  assert(false && "unhandled RecomputePolicy");
+  assert(false && "not one of Korthikanti et al.'s policies");
   return 0;
 }
 
@@ -93,6 +105,11 @@ std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const Micr
   bytes += attention_workspace_bytes(cfg, shape, AttentionImpl::kFused);
   if (policy == RecomputePolicy::kFull) {
     bytes += layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelective);
+  } else if (policy == RecomputePolicy::kSelectiveOp) {
+    // The recomputed tensors the backward reads besides the saved ones: what kNone stores and
+    // op-level SAC does not (the block input is in both).
+    bytes += layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kNone) -
+             layer_stored_activation_bytes(cfg, shape, RecomputePolicy::kSelectiveOp);
   }
   return bytes;
 }

@@ -23,6 +23,13 @@
 /// Recomputation (Korthikanti §4.2-4.3): `selective` recomputes the attention core, which drops
 /// exactly the s^2 term (so with fused attention it stores what `none` stores and only costs time);
 /// `full` keeps only the layer input, 2*s*b*h.
+///
+/// `selective-op` is torchtitan's per-operator policy instead (precision.h kSelectiveOp): the
+/// block input, the outputs of wq, wv, w1 and w2, and attention's O and log-sum-exp, per token
+///     p*(H + q_width + kv_width + q_width + F + H) + 4*a bytes (SwiGLU; GELU: p*(H + 2*q_width +
+///     kv_width + F) + 4*a).
+/// For Llama-3-8B (H 4096, q_width 4096, kv_width 1024, F 14336, 32 heads) that is 2*31744 + 128
+/// bytes per token and layer, against 2*69632 + 128 for `none` / `selective` (0.46 x).
 #pragma once
 
 #include <cstdint>
@@ -46,7 +53,7 @@ struct LayerActivationBytes {
   std::int64_t attention_core = 0;  ///< softmax output of eager attention (p*a*s^2*b), else 0
   std::int64_t attention_lse = 0;   ///< fused attention's fp32 log-sum-exp (4*b*a*s), else 0
   std::int64_t mlp = 0;             ///< MLP input and intermediates
-  std::int64_t layer_input = 0;     ///< kFull only: the layer input T*H*p (everything else 0)
+  std::int64_t layer_input = 0;     ///< kFull, kSelectiveOp: the layer (checkpoint) input T*H*p
 
   std::int64_t total() const {
     return norms + attention + attention_core + attention_lse + mlp + layer_input;
@@ -61,7 +68,8 @@ LayerActivationBytes layer_activation_bytes(const ModelConfig& cfg, const MicroB
 
 /// Korthikanti et al.'s closed form for a GPT layer (eager attention, dropout, 4h GELU MLP,
 /// 16-bit activations), for tests and documentation: none s*b*h*(34 + 5*a*s/h); selective
-/// 34*s*b*h; full 2*s*b*h. Bytes.
+/// 34*s*b*h; full 2*s*b*h. Bytes. Precondition: `policy` is one of those three (the paper has
+/// no per-operator policy).
 std::int64_t korthikanti_layer_bytes(std::int64_t s, std::int64_t b, std::int64_t h, std::int64_t a,
                                      RecomputePolicy policy);
 
@@ -115,7 +123,8 @@ WeightGradientBytes layer_weight_gradient_bytes(const ModelConfig& cfg,
                                                 const MicroBatchShape& shape);
 
 /// Transient peak while one layer runs its backward (on top of what is stored): the layer's
-/// recomputed activations (kFull: the kSelective set; otherwise 0), its gradient buffers (about
+/// recomputed activations (kFull: the kSelective set; kSelectiveOp: the kNone set less the
+/// kSelectiveOp set; otherwise 0), its gradient buffers (about
 /// 2 * T * max(H, F) * p for the largest input/output gradient pair) and the attention workspace.
 std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                               RecomputePolicy policy);

@@ -11,10 +11,11 @@ constexpr detail::NameTable<DType, 3> kDTypes{{
     {"fp32", DType::kFp32},
 }};
 
-constexpr detail::NameTable<RecomputePolicy, 3> kRecompute{{
+constexpr detail::NameTable<RecomputePolicy, 4> kRecompute{{
     {"none", RecomputePolicy::kNone},
     {"selective", RecomputePolicy::kSelective},
     {"full", RecomputePolicy::kFull},
+    {"selective-op", RecomputePolicy::kSelectiveOp},
 }};
 
 }  // namespace

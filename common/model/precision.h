@@ -38,12 +38,27 @@ enum class RecomputePolicy {
   /// Full activation checkpointing at layer (or shard) boundaries: only the layer input is kept;
   /// the whole layer forward is re-run before its backward.
   kFull,
+  /// torchtitan's per-operator selective activation checkpointing (`[activation_checkpoint]
+  /// mode = "selective"`, `selective_ac_option = "op"`): each block runs under
+  /// torch.utils.checkpoint with a policy that saves the outputs of the ops in a save list and
+  /// recomputes everything else (pytorch/torchtitan,
+  /// torchtitan/distributed/activation_checkpoint.py
+  /// `_apply_op_sac`; save list `_op_sac_save_list` in torchtitan/models/llama3/infra/
+  /// parallelize.py, commit 018740b). The list has aten.mm and the SDPA kernels; of the mm ops
+  /// every second one (2nd, 4th, ...) is recomputed ("Saves output of all compute ops, except
+  /// every second mm"). The block's projections run in the order of torchtitan's Llama, wq, wk,
+  /// wv, wo, w1, w3, w2, so the outputs of wq, wv, w1, w2 and of attention (O and its fp32
+  /// log-sum-exp) are kept with the block input; the norms, wk, RoPE, wo, the residual adds, w3
+  /// and SwiGLU are recomputed. A GELU MLP (up, down) is counted by the same rule (wq, wv, up
+  /// kept). Not Korthikanti's `selective`: memory.h has both.
+  kSelectiveOp,
 };
 
-/// `none`, `selective` or `full`.
+/// `none`, `selective`, `full` or `selective-op`.
 std::string_view to_string(RecomputePolicy policy);
 
-/// Parses `none`, `selective` or `full`, with a "did you mean" on error (message only).
+/// Parses `none`, `selective`, `full` or `selective-op`, with a "did you mean" on error (message
+/// only).
 Expected<RecomputePolicy> parse_recompute(std::string_view text);
 
 }  // namespace tawpipe::model

@@ -107,7 +107,7 @@ void print_model_memory(const model::ModelConfig& m, const model::TrainConfig& t
   const auto b = [](std::int64_t v) { return pretty(Bytes(static_cast<std::uint64_t>(v))); };
   std::cout << fmt::format(
       "  memory per layer and micro-batch (seq {}, micro-batch {}, {}):\n"
-      "    stored activations: none {}, selective {}, full {} (recompute {})\n"
+      "    stored activations: none {}, selective {}, full {}, selective-op {} (recompute {})\n"
       "    attention workspace: {} fused (fp32 log-sum-exp, D and the backward's dQ accumulator, "
       "O(s)); eager s x s scores would "
       "be {}\n"
@@ -117,6 +117,7 @@ void print_model_memory(const model::ModelConfig& m, const model::TrainConfig& t
       b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kNone)),
       b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kSelective)),
       b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kFull)),
+      b(model::layer_stored_activation_bytes(m, shape, model::RecomputePolicy::kSelectiveOp)),
       model::to_string(t.recompute), b(model::attention_workspace_bytes(m, shape)),
       b(model::attention_workspace_bytes(m, shape, model::AttentionImpl::kEager)),
       model::to_string(t.recompute),
@@ -313,7 +314,7 @@ int main_command(const std::vector<std::string>& args) {
     ("dtype", po::value<std::string>()->notifier([&](const std::string& v) { o.dtype = v; }),
      "compute dtype: bf16, fp16, fp32 [fp16]")
     ("recompute", po::value<std::string>()->notifier([&](const std::string& v) {
-       o.recompute = v; }), "activation recomputation: none, selective, full [full]")
+       o.recompute = v; }), "activation recomputation: none, selective (Korthikanti), full, selective-op (torchtitan's per-op SAC) [full]")
     ("set", po::value(&o.spec.sets)->composing(),
      "KEY=VALUE override, repeatable: a topology field by YAML key path "
      "(inter_node.nic.bandwidth=100Gb/s), model.KEY, train.KEY, SCHEDULE.KEY (tawpipe.groups=3)");

@@ -178,6 +178,40 @@ TEST(Kernels, RecomputeReplaysForwardKernels) {
   EXPECT_EQ(find(full, "qkv_gemm").shape, (Shape{8192, 6144, 4096, 1}));
 }
 
+// torchtitan's op-level SAC (precision.h kSelectiveOp) replays the forward less the saved ops
+// (wq, wv, attention, w1, w2): attn_norm, wk, RoPE, wo, the residual add, mlp_norm, w3, SwiGLU.
+// llama3-8b at T = 8192 (H 4096, kvw 1024, F 14336), by hand:
+//   wk  2*T*H*kvw = 2 * 8192 * 4096 * 1024,  shape {T, kvw, H}
+//   wo  2*T*qw*H  = 2 * 8192 * 4096 * 4096
+//   w3  2*T*H*F   = 2 * 8192 * 4096 * 14336, shape {T, F, H}
+// GEMM FLOPs replayed = 2*8192*4096*(1024 + 4096 + 14336) = 2*8192*4096*19456, 19456/(6144 +
+// 4096 + 28672 + 14336) = 36.5 % of the forward's GEMM FLOPs; no attention is replayed.
+TEST(Kernels, SelectiveOpReplaysTheUnsavedOps) {
+  const ModelConfig cfg = *preset("llama3-8b");
+  const MicroBatchShape shape{1, 8192, 2};
+  const KernelList op = layer_recompute_kernels(cfg, shape, RecomputePolicy::kSelectiveOp);
+  std::vector<std::string> names;
+  double gemm = 0.0;
+  for (const Kernel& k : op) {
+    EXPECT_TRUE(k.recompute) << k.name;
+    EXPECT_NE(k.cls, KernelClass::attention_fwd);
+    names.push_back(k.name);
+    if (k.cls == KernelClass::gemm) gemm += k.flops;
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"attn_norm", "k_proj_gemm", "rope", "o_proj_gemm",
+                                      "attn_residual", "mlp_norm", "up_proj_gemm", "swiglu"}));
+  EXPECT_EQ(find(op, "k_proj_gemm").shape, (Shape{8192, 1024, 4096, 1}));
+  EXPECT_EQ(find(op, "up_proj_gemm").shape, (Shape{8192, 14336, 4096, 1}));
+  EXPECT_DOUBLE_EQ(gemm, 2.0 * 8192 * 4096 * 19456);
+  // A GELU MLP saves its up projection: the replay ends with GELU and has no MLP GEMM.
+  const KernelList gpt =
+      layer_recompute_kernels(*preset("gpt3-175b"), shape, RecomputePolicy::kSelectiveOp);
+  EXPECT_EQ(gpt.back().name, "gelu");
+  for (const Kernel& k : gpt)
+    EXPECT_NE(k.name, "up_proj_gemm");
+}
+
 // Head: final norm, LM head (T x V x H), softmax cross-entropy (5 FLOPs per logit; reads the
 // logits and ids, writes fp32 loss and LSE). Embedding gather, AdamW, accumulate, copy.
 TEST(Kernels, HeadEmbeddingOptimizerAndCopies) {

@@ -85,6 +85,37 @@ TEST(LayerActivations, LlamaGqaSwiGluTensorByTensor) {
   EXPECT_EQ(layer_activation_bytes(cfg, shape, RecomputePolicy::kFull).total(), 8192 * 4096 * 2);
 }
 
+// torchtitan's op-level SAC (memory.h, precision.h kSelectiveOp), Llama 3 8B, s = 8192, b = 1,
+// bf16 (T = 8192):
+//   block input   T * H * 2                 = 8192 * 4096 * 2                = 67108864
+//   attention     T * (wq 4096 + wv 1024 + O 4096) * 2 = 8192 * 9216 * 2     = 150994944
+//   LSE           4 * T * 32                                                  = 1048576
+//   MLP           T * (w1 14336 + w2 4096) * 2 = 8192 * 18432 * 2            = 301989888
+//   total                                                                    = 521142272
+// = 0.456 of kSelective's 1141899264 (above). The backward working set adds the recomputed
+// rest, 1141899264 - 521142272 = 620756992 bytes, to the gradient buffers and attention
+// workspace that every policy has.
+TEST(LayerActivations, LlamaSelectiveOpKeepsSavedOpOutputs) {
+  const ModelConfig cfg = get("llama3-8b");
+  const MicroBatchShape shape{1, 8192, 2};
+  const LayerActivationBytes a = layer_activation_bytes(cfg, shape, RecomputePolicy::kSelectiveOp);
+  EXPECT_EQ(a.layer_input, 67108864);
+  EXPECT_EQ(a.norms, 0);
+  EXPECT_EQ(a.attention, 150994944);
+  EXPECT_EQ(a.attention_lse, 1048576);
+  EXPECT_EQ(a.mlp, 301989888);
+  EXPECT_EQ(a.total(), 521142272);
+  EXPECT_EQ(layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kSelectiveOp) -
+                layer_backward_working_set_bytes(cfg, shape, RecomputePolicy::kSelective),
+            1141899264 - 521142272);
+  // GPT-3 175B (qw = kvw = h = 12288, GELU F = 4h), s = 2048, b = 2: input h, wq h, wv h, O h,
+  // up 4h = 8 values per token = 16 s*b*h bytes, plus the LSE 4*s*b*a.
+  const std::int64_t s = 2048, b = 2, h = 12288, heads = 96;
+  EXPECT_EQ(
+      layer_stored_activation_bytes(get("gpt3-175b"), {b, s, 2}, RecomputePolicy::kSelectiveOp),
+      16 * s * b * h + 4 * s * b * heads);
+}
+
 // What a deferred W reads (memory.h): the input x and output gradient dy of every weight GEMM.
 // tiny (H = 64, qw = kvw = 64, F = 192, SwiGLU), T = 64 tokens at p = 4 bytes:
 //   x:  qkv 64, o_proj 64, gate_up 64, down 192            = 384 columns -> 98304 B
