@@ -163,7 +163,30 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
     std::vector<ir::Rank> members(static_cast<std::size_t>(P));
     for (std::int32_t i = 0; i < P; ++i)
       members[static_cast<std::size_t>(i)] = base + i;
+    // Activations forward and their gradients backward travel on separate communicators: NCCL
+    // runs one communicator's operations one at a time on a GPU (sim/run/tables.cpp
+    // build_comm_order), and a stage's send forward and receive backward must be in flight
+    // together, as in Megatron-LM's batched send_forward_recv_backward. With virtual chunks
+    // the activations wrap around (P-1 -> 0), so every edge between global chunks k and k + 1
+    // gets its own pair: one sender and one receiver each, no cycle.
     const ir::CommId pp = e.builder().communicator("pipeline" + std::to_string(d), members);
+    const std::int32_t edges = V == 1 ? 1 : P * V - 1;
+    std::vector<ir::CommId> fwd_comm(static_cast<std::size_t>(edges)), bwd_comm(fwd_comm.size());
+    for (std::int32_t k = 0; k < edges; ++k) {
+      const std::string sk = V == 1 ? "" : std::to_string(k);
+      const std::string name = "pipeline" + std::to_string(d);
+      fwd_comm[static_cast<std::size_t>(k)] =
+          V == 1 ? pp : e.builder().distinct_communicator(name + ".fwd" + sk, members);
+      bwd_comm[static_cast<std::size_t>(k)] =
+          e.builder().distinct_communicator(name + ".bwd" + sk, members);
+    }
+    // The communicators of the edge between global chunks k and k + 1.
+    const auto edge_fwd = [&](std::int32_t k) {
+      return fwd_comm[static_cast<std::size_t>(V == 1 ? 0 : k)];
+    };
+    const auto edge_bwd = [&](std::int32_t k) {
+      return bwd_comm[static_cast<std::size_t>(V == 1 ? 0 : k)];
+    };
 
     for (std::int32_t i = 0; i < P; ++i) {
       const ir::Rank r = base + i;
@@ -230,7 +253,8 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
         } else {
           e.alloc(r, s_fwd_recv, b.act_in, V > 1 ? Deps{last_compute} : Deps{});
           const Deps none;
-          ready = e.builder().recv(r, s_fwd_recv, c.prev, pp, Bytes(a), b.act_in, none.span());
+          ready = e.builder().recv(r, s_fwd_recv, c.prev, edge_fwd(c.global - 1), Bytes(a),
+                                   b.act_in, none.span());
         }
         e.alloc(r, compute, b.act_out);
         // What the forward stores: the stash (fused backward), or its split by reader.
@@ -245,7 +269,7 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
         track(f);
         if (!c.last) {
           const Deps after{f};
-          e.builder().send(r, s_fwd, c.next, pp, Bytes(a), b.act_out, after.span());
+          e.builder().send(r, s_fwd, c.next, edge_fwd(c.global), Bytes(a), b.act_out, after.span());
           e.free(r, s_fwd, b.act_out);
         } else {
           // Last chunk: loss forward and backward right away.
@@ -265,7 +289,8 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
         if (!c.last) {
           e.alloc(r, s_bwd_recv, b.grad_in, V > 1 ? Deps{last_compute} : Deps{});
           const Deps none;
-          ready = e.builder().recv(r, s_bwd_recv, c.next, pp, Bytes(a), b.grad_in, none.span());
+          ready = e.builder().recv(r, s_bwd_recv, c.next, edge_bwd(c.global), Bytes(a), b.grad_in,
+                                   none.span());
         }
         e.alloc(r, compute, b.grad_out);
         if (b.w_new != ir::kNone) e.alloc(r, compute, b.w_new);
@@ -293,7 +318,8 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
         track(op);
         if (!c.first) {
           const Deps after{op};
-          e.builder().send(r, s_bwd, c.prev, pp, Bytes(a), b.grad_out, after.span());
+          e.builder().send(r, s_bwd, c.prev, edge_bwd(c.global - 1), Bytes(a), b.grad_out,
+                           after.span());
           e.free(r, s_bwd, b.grad_out);
         } else {
           track(e.builder().compute(r, compute, ComputeKind::embedding_backward,

@@ -134,6 +134,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   ExecOptions exec;
   exec.profile = options.profile ? &*options.profile : nullptr;
   exec.sm_contention = options.sm_contention;
+  exec.comm_order = options.comm_order;
   exec.memory = options.memory;
   if (topology.host_cpu()) {
     // MPI ranks on CPU cores (host backend): no CUDA context, no NCCL buffers, and no CUDA

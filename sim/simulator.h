@@ -41,6 +41,10 @@ struct SimOptions {
   /// of compute ops that start while a communication op of their rank is in flight (an override,
   /// e.g. from a measurement).
   double sm_contention = -1.0;
+  /// GPU topologies: a rank runs one NCCL communicator's operations one at a time, in program
+  /// order (NCCL's per-communicator device stream; sim/run/tables.cpp build_comm_order). False
+  /// lets operations of one communicator on different IR streams overlap (what-if).
+  bool comm_order = true;
   MemoryOptions memory;
   /// Keep per-op start/end records in the report (`Report::ops`).
   bool record_ops = false;

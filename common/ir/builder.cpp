@@ -49,6 +49,19 @@ CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> mem
   return id;
 }
 
+CommId ProgramBuilder::distinct_communicator(std::string comm_name, std::vector<Rank> members) {
+  for (std::size_t i = 0; i < program_.communicators.size(); ++i) {
+    const Communicator& c = program_.communicators[i];
+    if (c.name == comm_name && c.members == members) return static_cast<CommId>(i);
+  }
+  assert(!frozen_ && "communicator created while the shared tables are frozen");
+  const CommId first = communicator(comm_name, members);  // checks the members
+  if (program_.communicators[static_cast<std::size_t>(first)].name == comm_name) return first;
+  const auto id = static_cast<CommId>(program_.communicators.size());
+  program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
+  return id;
+}
+
 CostId ProgramBuilder::cost(const Cost& c) {
 #ifndef NDEBUG
   for (double v : c.flops)

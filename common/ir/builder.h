@@ -34,6 +34,11 @@ class ProgramBuilder {
   /// The id of a communicator with exactly these ordered members, created on first use (a second
   /// call with the same members returns the same id; `name` is kept from the first call).
   CommId communicator(std::string name, std::vector<Rank> members);
+  /// A communicator of these members distinct from every other one, created on the first call
+  /// with this name (later calls with the same name and members return it). NCCL runs the
+  /// operations of one communicator one at a time on a GPU, so transfers among the same ranks
+  /// that must be in flight together need two communicators.
+  CommId distinct_communicator(std::string name, std::vector<Rank> members);
   /// The id of an equal cost, created on first use.
   CostId cost(const Cost& cost);
   /// A fresh group id for ops posted together.

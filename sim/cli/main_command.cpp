@@ -74,6 +74,7 @@ struct Options {
   int jobs = 0;
   std::string dot_file;
   bool no_fold = false;
+  bool comm_overlap = false;
   std::string shard;
   bool print_topology = false;
   bool print_model = false;
@@ -220,6 +221,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
         make_error("--sm-contention must be in [0, 1), got " + std::to_string(o.sm_contention)));
   }
   options.sm_contention = o.sm_contention;
+  options.comm_order = !o.comm_overlap;
   if (!sim::all_reduce_algo_from_name(o.nccl_algo, &options.nccl_algo))
     return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + o.nccl_algo + "'"));
 
@@ -335,6 +337,9 @@ int main_command(const std::vector<std::string>& args) {
     ("sm-contention", po::value(&o.sm_contention),
      "override the modelled slow-down of compute while NCCL kernels run on the same GPU with a "
      "flat factor, e.g. 0.1; 0 = none [modelled from channels, SMs and bus traffic]")
+    ("comm-overlap", po::bool_switch(&o.comm_overlap),
+     "what-if: let operations of one NCCL communicator overlap on a GPU (NCCL runs them one at "
+     "a time, in issue order)")
     ("no-fold", po::bool_switch(&o.no_fold),
      "simulate every micro-batch instead of extrapolating repeated rounds (sim/fold/fold.h)")
     ("nccl-algo", po::value(&o.nccl_algo),

@@ -92,7 +92,11 @@ void Executor::complete_op(std::size_t g) {
   ++completed_;
   const std::int32_t u = op.unit;
   Unit& unit = units_[idx(u)];
-  if (--unit.pending == 0 && unit.next != kNoUnit) release(unit.next);
+  if (--unit.pending == 0) {
+    if (unit.next != kNoUnit) release(unit.next);
+    for (std::uint32_t i = comm_next_offset_[idx(u)]; i < comm_next_offset_[idx(u) + 1]; ++i)
+      release(comm_next_[i]);
+  }
   for (std::uint32_t i = dependents_offset_[g]; i < dependents_offset_[g + 1]; ++i)
     release(dependents_[i]);
 }

@@ -52,6 +52,10 @@ struct ExecOptions {
   AllReduceAlgo all_reduce_algo = AllReduceAlgo::automatic;
   /// NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS and the socket transport's threads and sockets.
   NcclOptions nccl;
+  /// GPU topologies: a rank runs the operations of one NCCL communicator one at a time, in
+  /// program order (NCCL's per-communicator device stream; tables.cpp build_comm_order). Off:
+  /// operations of one communicator on different IR streams overlap (what-if).
+  bool comm_order = true;
 };
 
 /// Per-rank time accounting (definitions in common/report/report.h).

@@ -196,6 +196,8 @@ class Executor {
       complete_op(immediate_[i]);
     immediate_.clear();
   }
+  /// Orders the units of each (rank, NCCL communicator) in program order (comm_next_).
+  void build_comm_order();
   void release(std::int32_t unit) {
     if (--units_[idx(unit)].remaining == 0) post_unit(unit);
   }
@@ -229,6 +231,10 @@ class Executor {
   BigVector<std::uint32_t> unit_ops_;
   BigVector<std::uint32_t> dependents_offset_;
   BigVector<std::int32_t> dependents_;
+  /// NCCL runs the operations of one communicator one after another on a rank: unit -> the
+  /// units that follow it on one of its communicators (CSR; empty on CPU topologies).
+  BigVector<std::uint32_t> comm_next_offset_;
+  BigVector<std::int32_t> comm_next_;
   /// alloc/free ops over buffers of several kinds: bytes by MemoryKind (RtOp::link indexes it).
   std::vector<std::array<std::uint64_t, kMemoryKinds>> mixed_memory_;
   std::vector<Instance> instances_;

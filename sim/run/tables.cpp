@@ -234,9 +234,52 @@ Status Executor::build_collectives() {
   return Status::success();
 }
 
+// NCCL orders every kernel of a communicator through the communicator's device stream
+// (NVIDIA/nccl src/enqueue.cc `ncclLaunchPrepare`: "Launch kernel, depends on all of
+// {deviceStream, hostStream, userStream[i]...}; {deviceStream, userStream[i]...} depend on
+// kernel"), so a GPU runs the kernels of one communicator one at a time, in the order the host
+// issued them, whatever CUDA streams the caller used; operations issued together in one
+// NCCL group (the IR's `group`) form one kernel. A program that needs two transfers of one
+// communicator in flight at once must use two communicators (algorithms.md: TawPipe's two
+// global communicators). The host backend runs each IR stream on its own duplicated MPI
+// communicator (exec/host), so CPU topologies keep no such order.
+void Executor::build_comm_order() {
+  const std::size_t units = units_.size() - 1;  // without the sentinel
+  comm_next_offset_.assign(units + 1, 0);
+  if (shm_ || !options_.comm_order) return;
+  std::vector<std::pair<std::int32_t, std::int32_t>> edges;  // (unit, its successor)
+  std::vector<std::int32_t> last(program_.communicators.size(), kNoUnit);
+  for (std::size_t r = 0; r < program_.ranks.size(); ++r) {
+    std::fill(last.begin(), last.end(), kNoUnit);
+    const ir::RankProgram& rp = program_.ranks[r];
+    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+      const ir::Op& op = rp.ops[i];
+      if (!is_comm(op.kind) || op.comm == ir::kNone) continue;
+      const std::int32_t u = rt_[res_.rank_offset[r] + i].unit;
+      std::int32_t& prev = last[idx(op.comm)];
+      if (prev != kNoUnit && prev != u) {
+        edges.emplace_back(prev, u);
+        ++units_[idx(u)].remaining;
+      }
+      prev = u;
+    }
+  }
+  for (const auto& e : edges)
+    ++comm_next_offset_[idx(e.first) + 1];
+  for (std::size_t u = 0; u < units; ++u)
+    comm_next_offset_[u + 1] += comm_next_offset_[u];
+  comm_next_.resize(edges.size());
+  BigVector<std::uint32_t> cursor(units);
+  for (std::size_t u = 0; u < units; ++u)
+    cursor[u] = comm_next_offset_[u];
+  for (const auto& e : edges)
+    comm_next_[cursor[idx(e.first)]++] = e.second;
+}
+
 Status Executor::prepare() {
   init_contention();
   TAWPIPE_TRY(build_units());
+  build_comm_order();
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());
   const std::size_t ranks = program_.ranks.size();

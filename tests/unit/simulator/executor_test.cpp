@@ -304,6 +304,47 @@ TEST(Executor, ContentionFromChannels) {
   EXPECT_EQ(r0->iteration_time, gemm_time(1e13) * 2);
 }
 
+// NCCL runs one communicator's kernels one at a time on a GPU (sim/run/tables.cpp
+// build_comm_order). Rank 0 sends 64 MiB to rank 1 on stream a and 64 MiB to rank 2 on stream b,
+// both on one 3-rank communicator of dgx-a100. NCCL 2.28.9's P2P channels: p2pnChannels 32, per
+// peer 32, an operation starts from 32 halved while x 3 ranks > 32 -> 8; 64 MiB / 8 = 8 MiB per
+// channel, not above 16 MiB: 8 channels x 9 GB/s = 72 GB/s, far below rank 0's NVSwitch port.
+// Latency: route 2 x 500 ns + one Simple step 3.4 us = 4.4 us.
+//   in order (default):   the second starts when the first ends: 2 x (4.4 us + 64 MiB / 72 GB/s)
+//   --comm-overlap:       both at once:                              4.4 us + 64 MiB / 72 GB/s
+// On two communicators the two sends overlap in both modes.
+TEST(Executor, OneCommunicatorRunsItsOperationsInOrder) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  const auto program = [&](bool two_comms) {
+    ir::ProgramBuilder b(testing::header_for(t, 3), 3);
+    const ir::StreamId sa = b.stream("a");
+    const ir::StreamId sb = b.stream("b");
+    const ir::CommId c = b.communicator("c", {0, 1, 2});
+    const ir::CommId c2 = two_comms ? b.distinct_communicator("c2", {0, 1, 2}) : c;
+    const Bytes n = Bytes::mib(64);
+    const ir::BufferId x = b.buffer(0, "x", n, ir::BufferRole::workspace, true);
+    const ir::BufferId y = b.buffer(0, "y", n, ir::BufferRole::workspace, true);
+    const ir::BufferId d1 = b.buffer(1, "d", n, ir::BufferRole::workspace, true);
+    const ir::BufferId d2 = b.buffer(2, "d", n, ir::BufferRole::workspace, true);
+    b.send(0, sa, 1, c, n, x);
+    b.send(0, sb, 2, c2, n, y);
+    b.recv(1, sa, 0, c, n, d1);
+    b.recv(2, sb, 0, c2, n, d2);
+    return std::move(b).finish();
+  };
+  const double one = 4.4e-6 + 64.0 * 1024 * 1024 / 72e9;
+  SimOptions in_order;
+  SimOptions overlap;
+  overlap.comm_order = false;
+  auto r = simulate(program(false), t, in_order);
+  auto o = simulate(program(false), t, overlap);
+  auto two = simulate(program(true), t, in_order);
+  ASSERT_TRUE(r.ok() && o.ok() && two.ok());
+  EXPECT_NEAR(r->iteration_time.seconds(), 2 * one, 1e-11);
+  EXPECT_NEAR(o->iteration_time.seconds(), one, 1e-11);
+  EXPECT_NEAR(two->iteration_time.seconds(), one, 1e-11);
+}
+
 // The HBM term of the contention model, derived by hand: on dgx-a100 a 4 GiB P2P from rank 0
 // to rank 1 forced onto 4 channels (NCCL_MIN/MAX_NCHANNELS = 4) is bounded at 4 x 9 GB/s per
 // channel = 36 GB/s and, as a copy, moves 2 HBM bytes per bus byte: u = 72e9 / 2039e9 (the A100's
