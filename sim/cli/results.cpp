@@ -98,15 +98,30 @@ RowFigures figures(const report::Report& r) {
 }
 
 namespace {
-// "steady-state folding: tawpipe simulated 10 of 64 micro-batches per worker (54 folded), ..."
+// "steady-state folding: tawpipe simulated 10 of 64 micro-batches per worker (54 folded), ...;
+// not folded: weipipe (why)". Methods with the same reason are listed together; --no-fold (the
+// user's choice) is not repeated back.
 void write_fold_note(std::ostream& out, const std::vector<MethodResult>& results) {
   std::vector<std::string> parts;
+  std::vector<std::pair<std::string, std::string>> unfolded;  // reason, methods
   for (const auto& m : results) {
-    if (!m.report || !m.fold.folded) continue;
-    parts.push_back(fmt::format("{} simulated {} of {} micro-batches per worker ({} folded)",
-                                m.label, m.fold.rounds_simulated, m.fold.rounds,
-                                m.fold.rounds_folded));
+    if (!m.report) continue;
+    if (m.fold.folded) {
+      parts.push_back(fmt::format("{} simulated {} of {} micro-batches per worker ({} folded)",
+                                  m.label, m.fold.rounds_simulated, m.fold.rounds,
+                                  m.fold.rounds_folded));
+    } else if (!m.fold.reason.empty() && m.fold.reason != "--no-fold") {
+      const auto it = std::find_if(unfolded.begin(), unfolded.end(),
+                                   [&](const auto& u) { return u.first == m.fold.reason; });
+      if (it == unfolded.end()) {
+        unfolded.emplace_back(m.fold.reason, m.label);
+      } else {
+        it->second += ", " + m.label;
+      }
+    }
   }
+  for (const auto& [reason, methods] : unfolded)
+    parts.push_back(fmt::format("{} not folded: {}", methods, reason));
   if (parts.empty()) return;
   out << "steady-state folding (--no-fold to simulate every round): ";
   for (std::size_t i = 0; i < parts.size(); ++i)

@@ -21,7 +21,21 @@
 /// simulated (it is part of every probe). When the probes do not repeat (warm-up longer than the
 /// probes, a schedule whose rounds span several micro-batches), a second set of larger probes is
 /// tried; failing that, or when the probes would not be much cheaper than the whole iteration,
-/// the whole iteration is simulated (`FoldInfo::folded` false, with the reason).
+/// the whole iteration is simulated (`FoldInfo::folded` false, with the reason: the kind of
+/// figure that did not repeat, which tawsim's fold note prints).
+///
+/// Where the state does not repeat although the schedule does: WeiPipe on 3x8-a100 with
+/// llama-h4096-l48 under the communication-compute contention model (sim/run/contention.cpp).
+/// From 4 micro-batches on, the iteration time grows by exactly the same step per round (8.6258 s,
+/// to the picosecond) and bytes and memory repeat, but WeiPipe posts its ring receives rounds
+/// ahead, and ranks with slack (5-8, 16, 17) run ahead of the ring: rank 6 does a round's 51
+/// compute ops every 8.5897 s, 36 ms faster than the period, so its lead grows with the
+/// micro-batch count. How much of their compute overlaps communication kernels (and is slowed)
+/// in the cool-down depends on that lead, so the per-round split of these ranks into compute and
+/// exposed communication varies by up to 3 % and had not settled after 30 rounds: it is not
+/// periodic, and extrapolating it would not be exact. Such a method is not folded; when a probe
+/// set misses only on this split at every step length, at two bases in a row, larger probe sets
+/// are not tried (they would cost more than they could save).
 ///
 /// The mechanism is generic: it looks only at reports, never at one model's internals, so the
 /// compute, network (protocols, SM contention) and host (processor sharing) models may change
