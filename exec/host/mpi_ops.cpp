@@ -22,7 +22,6 @@ int to_int(std::uint64_t v) {
 }  // namespace
 
 Status post_collective(const CollectiveArgs& a, PostedOp& out) {
-  out.bytes = a.bytes;
   const bool in_place = a.send == a.recv;
   const int count = to_int(a.bytes / 4);  // floats
   MPI_Request* req = &out.request;
@@ -139,7 +138,6 @@ bool request_compute_slice() {
 
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out) {
-  out.bytes = bytes;
   if (is_send) {
     TAWPIPE_MPI(MPI_Isend(data, to_int(bytes), MPI_BYTE, peer, tag, comm, &out.request));
   } else {
@@ -157,17 +155,9 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     slot[i] = i;
   }
   std::vector<int> indices(ops.size());
-  // The fastest transfer this thread has completed, in ns per byte (0: none yet).
-  thread_local double fastest_ns_per_byte = 0.0;
-  std::uint64_t total_bytes = 0;
-  for (const PostedOp& op : ops)
-    total_bytes += op.bytes;
-  std::int64_t expected_ns =
-      static_cast<std::int64_t>(fastest_ns_per_byte * static_cast<double>(total_bytes));
   int polls = 0;
   std::int64_t sleep_ns = kFirstSleepNs;
-  const auto start = std::chrono::steady_clock::now();
-  auto since = start;  // the last completion (or the start)
+  auto since = std::chrono::steady_clock::now();  // the last completion (or the start)
   while (!requests.empty()) {
     int outcount = 0;
     TAWPIPE_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
@@ -196,18 +186,6 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     if (polls < kSpinPolls) {
       ++polls;  // test again at once: a message about to land costs no sleep
     } else {
-      if (expected_ns > 4 * kFirstSleepNs) {  // first sleep: most of the expected time
-        sleep_ns = std::max(
-            static_cast<std::int64_t>(kExpectedFraction * static_cast<double>(expected_ns)) -
-                std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::steady_clock::now() - start)
-                    .count(),
-            kFirstSleepNs);
-        std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
-        sleep_ns = std::max(expected_ns / 16, kFirstSleepNs);
-        expected_ns = 0;
-        continue;
-      }
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
@@ -216,15 +194,6 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
           std::clamp(waited_ns / kLongWaitSleepDivisor, kMaxSleepNs, kLongWaitMaxSleepNs);
       sleep_ns = std::min(2 * sleep_ns, cap);
     }
-  }
-  if (total_bytes >= kLearnMinBytes) {
-    const double ns_per_byte =
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count()) /
-        static_cast<double>(total_bytes);
-    if (fastest_ns_per_byte == 0.0 || ns_per_byte < fastest_ns_per_byte)
-      fastest_ns_per_byte = ns_per_byte;
   }
   return Status::success();
 }

@@ -55,10 +55,6 @@ inline constexpr std::int64_t kMaxSleepNs = 100'000;
 /// ~5000 wakes/s), sleeping 1 ms by 4 % (930 wakes/s). Measured with a sleeper thread pinned
 /// beside layers_forward (exec/math/block.h), cpu-h256, seq 256.
 inline constexpr std::int64_t kLongWaitSleepDivisor = 8;
-/// wait_all's first sleep: this fraction of the expected transfer time (below).
-inline constexpr double kExpectedFraction = 0.85;
-/// Waits of fewer bytes do not teach wait_all a transfer rate (latency dominates them).
-inline constexpr std::uint64_t kLearnMinBytes = 256 * 1024;
 inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
 /// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
 inline constexpr int kSpinPolls = 8;
@@ -88,7 +84,6 @@ bool request_compute_slice();
 /// A posted non-blocking operation and what to do when it completes.
 struct PostedOp {
   MPI_Request request = MPI_REQUEST_NULL;
-  std::uint64_t bytes = 0;  ///< the op's size (its IR bytes): sizes wait_all's first sleep
   /// In-place reduce-scatter: MPI's output (uninitialised heap memory: MPI overwrites it),
   /// `staged` floats, copied to `copy_to` on completion.
   std::unique_ptr<float[]> staging;
@@ -151,13 +146,7 @@ Status run_alone(const CollectiveArgs& args);
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out);
 
-/// Waits, without spinning (see above), until every op of `ops` completed; the first sleep covers
-/// most of the time the ops' bytes are expected to take (kExpectedFraction of bytes x the fastest
-/// ns per byte this thread has seen complete, over waits of at least kLearnMinBytes), and the
-/// back-off then starts at 1/16 of it: a transfer whose peer is ready wakes its thread ~3 times,
-/// not ~10 (4 MiB sends of bench_overlap took ~430 us each, and every wake-up costs the compute
-/// thread of the core ~50 us, above). The fastest figure never overestimates a transfer that
-/// was seen, so the first sleep adds no latency to one that runs as fast; calls
+/// Waits, without spinning (see above), until every op of `ops` completed; calls
 /// `on_done(index)` once per op as it completes (after copying staged output back). Returns
 /// early, with ops still pending, when `stop` (may be null) becomes true.
 Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>& on_done,
