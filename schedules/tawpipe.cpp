@@ -25,6 +25,7 @@
 // ablation (a slot's prefetch and gradient traffic wait for the slot's compute, and the next
 // compute waits for them).
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -200,8 +201,14 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
     std::vector<Rank> members(static_cast<std::size_t>(sh.P));
     for (std::int32_t i = 0; i < sh.P; ++i)
       members[static_cast<std::size_t>(i)] = base + i;
-    const ir::CommId p2p =
-        ctx.dp == 1 ? world : b.communicator("replica" + std::to_string(d), members);
+    // Gradients go to their owners over the replica's (default) communicator; weight P2P
+    // alternates between two more global communicators by slot parity (algorithms.md 2.4, the
+    // paper's code), so that NCCL, which runs one communicator's kernels one at a time, can
+    // overlap the delivery for slot t + 1 with what is still in flight for slot t.
+    const std::string replica = ctx.dp == 1 ? "world" : "replica" + std::to_string(d);
+    const ir::CommId p2p = ctx.dp == 1 ? world : b.communicator(replica, members);
+    const std::array<ir::CommId, 2> weight_comm{b.distinct_communicator(replica + ".w0", members),
+                                                b.distinct_communicator(replica + ".w1", members)};
     std::vector<ir::CommId> group_comm(static_cast<std::size_t>(sh.G));
     for (std::int32_t g = 0; g < sh.G; ++g) {
       std::vector<Rank> gm(members.begin() + g * sh.S, members.begin() + (g + 1) * sh.S);
@@ -328,7 +335,8 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
         }
         bcasts.push_back({g, root, root == o, x});
       }
-      auto emit_p2p = [&](const std::vector<Msg>& list, ir::StreamId stream, bool weights) {
+      auto emit_p2p = [&](const std::vector<Msg>& list, ir::StreamId stream, bool weights,
+                          ir::CommId comm) {
         for (std::int32_t l = 0; l < sh.P; ++l) {
           RankState& s = st(l);
           bool any = false;
@@ -344,14 +352,14 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           for (const Msg& mm : list) {
             if (mm.src != l) continue;
             const Deps deps{mm.dep, overlap ? ir::kNone : s.compute_this_slot};
-            s.comm_this_slot = b.send(s.rank, stream, base + mm.dst, p2p, Bytes(w), mm.src_buf,
+            s.comm_this_slot = b.send(s.rank, stream, base + mm.dst, comm, Bytes(w), mm.src_buf,
                                       deps.span(), group);
           }
           for (const Msg& mm : list) {
             if (mm.dst != l) continue;
             const Deps deps{weights ? s.last_reader[mm.x] : ir::kNone,
                             overlap ? ir::kNone : s.compute_this_slot};
-            s.comm_this_slot = b.recv(s.rank, stream, base + mm.src, p2p, Bytes(w), mm.dst_buf,
+            s.comm_this_slot = b.recv(s.rank, stream, base + mm.src, comm, Bytes(w), mm.dst_buf,
                                       deps.span(), group);
             if (weights) s.fetched = s.comm_this_slot;
           }
@@ -366,7 +374,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           }
         }
       };
-      emit_p2p(msgs, s_w, true);
+      emit_p2p(msgs, s_w, true, weight_comm[static_cast<std::size_t>((t + 2) % 2)]);
       for (const Bcast& bc : bcasts) {
         for (std::int32_t l = bc.g * sh.S; l < (bc.g + 1) * sh.S; ++l) {
           RankState& s = st(l);
@@ -415,7 +423,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           }
         }
       }
-      emit_p2p(gmsgs, s_g, false);
+      emit_p2p(gmsgs, s_g, false, p2p);
     }
 
     // End of the iteration: last embedding backward, gradient all-reduces, AdamW.
