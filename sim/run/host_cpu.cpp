@@ -1,7 +1,8 @@
 // The executor on CPU topologies (executor_impl.h, topo::HostCpu): compute and copy ops share
 // their rank's core (sim/run/core_sharing.h); sends, receives and collectives take MPI's
 // shared-memory transport time (sim/network/mpi_shm.h), whose copy work shares the cores of the
-// ranks that move the bytes (the receiver's for a message, every member's for a collective).
+// ranks that copy the bytes (the receiver's for a message; for a collective the members that
+// receive: a reduce's root, a broadcast's non-roots, every member of the others).
 #include <algorithm>
 
 #include "sim/run/executor_impl.h"
@@ -59,9 +60,18 @@ void Executor::start_collective_shm(std::uint32_t inst) {
   const Instance& in = instances_[inst];
   const std::size_t first = idx(inst_ops_[in.ops_offset]);
   const auto& members = program_.communicators[idx(in.comm)].members;
+  // The cores that copy: MPI's shared-memory transport copies on the receiving side (CMA), so a
+  // reduce works on its root's core (it receives every member's buffer and sums, exec/host
+  // run_direct), a broadcast on the non-roots' (they receive; libnbc's tree forwards from
+  // receivers), and the all-* collectives on every member's (each one receives).
+  const ir::CollectiveKind kind = op_at(first).collective;
   scratch_cores_.clear();
-  for (ir::Rank m : members)
-    scratch_cores_.push_back(core_of_rank(m));
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const bool root = static_cast<int>(i) == in.root_member;
+    if (kind == ir::CollectiveKind::reduce && !root) continue;
+    if (kind == ir::CollectiveKind::broadcast && root && members.size() > 1) continue;
+    scratch_cores_.push_back(core_of_rank(members[i]));
+  }
   const ShmCost cost =
       shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
                        static_cast<int>(members.size()));

@@ -379,5 +379,43 @@ TEST(Executor, ContentionHbmTermSlowsMemoryBoundOps) {
   EXPECT_GT(got, w * 1.03);  // u = 3.5 %: a visible slow-down, not rounding
 }
 
+// MPI's shared-memory copies run on the receiving side (CMA), so on a CPU topology a reduce's
+// copy work shares the root's core only and a broadcast's the non-roots' (sim/run/host_cpu.cpp).
+// localhost-cpu: ranks 0 and 1 on cores 0 and 1. Rank 1 computes (GEMM of 2 GFLOP, ~20 ms at
+// the topology's CPU rate) while a 64 MiB collective rooted at `root` runs on the side stream
+// (fallback model, ~13 ms of copy at 5 GB/s). The compute op of a rank that does not copy takes
+// exactly its time alone; the one of a rank that copies is slowed (both share its core).
+TEST(Executor, HostCollectiveCopiesOnTheReceivingCores) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  auto compute_end = [&](ir::CollectiveKind kind, ir::Rank root, bool with_collective) {
+    ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+    const ir::StreamId side = b.stream("side");
+    const ir::CommId pair = b.communicator("pair", {0, 1});
+    const ir::CostId c = b.cost(testing::gemm_cost(2e9));
+    for (ir::Rank r = 0; r < 2; ++r) {
+      const ir::BufferId buf = b.buffer(r, "buf", Bytes::mib(64), ir::BufferRole::gradient, true);
+      if (with_collective) b.collective(r, side, kind, pair, root, Bytes::mib(64), buf, buf);
+    }
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, c, {}, {});
+    const ir::Program p = std::move(b).finish();
+    SimOptions o;
+    o.record_ops = true;
+    auto r = simulate(p, t, o);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+    for (const report::OpRecord& rec : r->ops)
+      if (rec.rank == 1 &&
+          p.ranks[1].ops[static_cast<std::size_t>(rec.op)].kind == ir::OpKind::compute)
+        return rec.end - rec.start;
+    ADD_FAILURE() << "no compute op on rank 1";
+    return SimTime();
+  };
+  const SimTime alone = compute_end(ir::CollectiveKind::reduce, 0, false);
+  EXPECT_EQ(compute_end(ir::CollectiveKind::reduce, 0, true), alone);     // rank 1 only sends
+  EXPECT_GT(compute_end(ir::CollectiveKind::reduce, 1, true), alone);     // rank 1 receives, sums
+  EXPECT_GT(compute_end(ir::CollectiveKind::broadcast, 0, true), alone);  // rank 1 receives
+  EXPECT_EQ(compute_end(ir::CollectiveKind::broadcast, 1, true), alone);  // rank 1 only sends
+  EXPECT_GT(compute_end(ir::CollectiveKind::all_reduce, 0, true), alone);
+}
+
 }  // namespace
 }  // namespace tawpipe::sim
