@@ -71,6 +71,7 @@ struct Options {
   std::string profile_file;
   double sm_contention = -1.0;  // negative: modelled
   std::string nccl_algo = "auto";
+  std::string allocator = "caching";
   int jobs = 0;
   std::string dot_file;
   bool no_fold = false;
@@ -224,6 +225,14 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
   options.comm_order = !o.comm_overlap;
   if (!sim::all_reduce_algo_from_name(o.nccl_algo, &options.nccl_algo))
     return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + o.nccl_algo + "'"));
+  // The device allocator of the trainer (sim/memory/memory_model.h): PyTorch's caching allocator
+  // loses a share of its transient memory to fragmentation; a trainer that allocates every
+  // buffer once before the first step (llm.c's gpt2_allocate_state, cudaMalloc) loses none.
+  if (o.allocator == "static") {
+    options.memory.fragmentation = 0.0;
+  } else if (o.allocator != "caching") {
+    return fail(make_error("--allocator must be caching or static, got '" + o.allocator + "'"));
+  }
 
   if (!o.sweeps.empty()) {
     if (!o.report_file.empty() || !o.trace_file.empty()) {
@@ -342,6 +351,9 @@ int main_command(const std::vector<std::string>& args) {
      "a time, in issue order)")
     ("no-fold", po::bool_switch(&o.no_fold),
      "simulate every micro-batch instead of extrapolating repeated rounds (sim/fold/fold.h)")
+    ("allocator", po::value(&o.allocator),
+     "device allocator of the trainer: caching (PyTorch's, a fragmentation reserve of 15 % of "
+     "transient memory) or static (every buffer allocated once, as llm.c) [caching]")
     ("nccl-algo", po::value(&o.nccl_algo),
      "all-reduce algorithm as NCCL_ALGO: auto (NCCL's tuner: ring or tree), ring, tree [auto]");
   po::options_description actions("Actions");

@@ -36,6 +36,9 @@
 ///    to fragmentation on average (up to 33 %). Persistent buffers are allocated once at start
 ///    in whole segments and do not fragment, so the fraction applies to the transient part
 ///    (alloc/free buffers and workspaces): reserved transient = transient / (1 - f), f = 0.15.
+///    A trainer that allocates every buffer once before its first step and never frees (llm.c:
+///    train_gpt2.cu gpt2_allocate_state cudaMallocs parameters, gradients, optimizer state and
+///    all activations) has no caching allocator and f = 0 (`tawsim --allocator static`).
 /// The reported peak is the maximum over time of allocated + reserve + NCCL, and its breakdown
 /// sums to it exactly; OOM = peak > device memory.
 #pragma once
