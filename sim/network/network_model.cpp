@@ -51,8 +51,13 @@ SimTime NetworkModel::path_latency(std::span<const topo::LinkId> links) const {
   return t;
 }
 
+std::uint32_t NetworkModel::add_shared_cap(double bytes_per_second) {
+  shared_.push_back(solver_.add_constraint(bytes_per_second));
+  return static_cast<std::uint32_t>(shared_.size() - 1);
+}
+
 void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-                         std::uint64_t token, double bound) {
+                         std::uint64_t token, double bound, std::uint32_t shared) {
   std::uint32_t index = 0;
   if (!free_transfers_.empty()) {
     index = free_transfers_.back();
@@ -67,6 +72,7 @@ void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimT
   t.remaining = bytes;
   t.rate = 0.0;
   t.bound = bound;
+  t.shared = shared;
   t.token = token;
   t.var = VariableId{};
   t.done = EventHandle{};
@@ -102,6 +108,7 @@ void NetworkModel::join_solver(std::uint32_t index) {
     solver_.expand(t.var, constraint_[idx(l)], 1.0);
     link_bytes_[idx(l)] += t.bytes;
   }
+  if (t.shared != kNoShared) solver_.expand(t.var, shared_[t.shared], 1.0);
   if (transfer_of_var_.size() <= t.var.index) transfer_of_var_.resize(t.var.index + 1u);
   transfer_of_var_[t.var.index] = index;
   t.last_update = engine_.now();

@@ -62,7 +62,14 @@ class NetworkModel {
   /// the latency alone. `bound` caps the transfer's rate (bytes/s; NCCL's channels x protocol
   /// bandwidth, sim/network/nccl_tuning.h). `on_complete(token)` fires at the end.
   void start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-             std::uint64_t token, double bound = kNoBound);
+             std::uint64_t token, double bound = kNoBound, std::uint32_t shared = kNoShared);
+
+  /// No shared cap (see `add_shared_cap`).
+  static constexpr std::uint32_t kNoShared = 0xffffffffu;
+  /// A cap of `bytes_per_second` that every transfer started with its id draws from together,
+  /// beside its links: NCCL's channels (and, over sockets, their TCP connections) to one peer on
+  /// one communicator, which concurrent operations to that peer share (nccl_tuning.h).
+  std::uint32_t add_shared_cap(double bytes_per_second);
 
   /// Effective per-direction bandwidth of a link (capacity x efficiency, or the profile's).
   double link_bytes_per_second(topo::LinkId link) const {
@@ -95,6 +102,7 @@ class NetworkModel {
     double remaining = 0.0;
     double rate = 0.0;
     double bound = kNoBound;
+    std::uint32_t shared = kNoShared;
     SimTime last_update;
     std::uint64_t token = 0;
     VariableId var;
@@ -116,6 +124,7 @@ class NetworkModel {
   HandlerId handler_ = 0;
   MaxMinSystem solver_;
   std::vector<ConstraintId> constraint_;  ///< per link
+  std::vector<ConstraintId> shared_;      ///< per shared cap
   std::vector<double> link_rate_;
   std::vector<SimTime> link_latency_;
   std::vector<double> link_bytes_;

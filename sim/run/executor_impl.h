@@ -253,6 +253,9 @@ class Executor {
     std::span<const topo::LinkId> route;
     CollectivePlanner::P2pChoice choice;
     SimTime latency;
+    /// NCCL's channels to this peer on this communicator: operations of one NCCL group to the
+    /// same peer share them (NetworkModel::add_shared_cap); kNoShared without a bound.
+    std::uint32_t shared = NetworkModel::kNoShared;
   };
   const P2pPath& p2p_path(ir::Rank src, ir::Rank dst, ir::CommId comm, std::uint64_t bytes);
   std::vector<std::vector<P2pPath>> p2p_paths_;  ///< by source rank

@@ -60,7 +60,7 @@ void Executor::start_p2p(std::size_t send_g) {
       shift_load(dst, load, +1);
     }
   }
-  network_.start(path.route, bytes, path.latency, send_g, c.bound);
+  network_.start(path.route, bytes, path.latency, send_g, c.bound, path.shared);
 }
 
 const Executor::P2pPath& Executor::p2p_path(ir::Rank src, ir::Rank dst, ir::CommId comm,
@@ -79,6 +79,11 @@ const Executor::P2pPath& Executor::p2p_path(ir::Rank src, ir::Rank dst, ir::Comm
   p.choice = planner_.p2p(comm, src, dst, bytes);
   p.latency =
       p.choice.measured ? SimTime() : network_.path_latency(p.route) + p.choice.extra_latency;
+  // One cap per (peer, communicator, size): sends of one NCCL group to the same peer share its
+  // channels and connections (operations of one communicator outside a group do not overlap,
+  // tables.cpp build_comm_order). Sizes that differ get different channel counts and caps.
+  if (std::isfinite(p.choice.bound) && p.choice.bound > 0.0)
+    p.shared = network_.add_shared_cap(p.choice.bound);
   paths.push_back(p);
   return paths.back();
 }

@@ -345,6 +345,35 @@ TEST(Executor, OneCommunicatorRunsItsOperationsInOrder) {
   EXPECT_NEAR(two->iteration_time.seconds(), one, 1e-11);
 }
 
+// Two 64 MiB sends from rank 0 to rank 1 in ONE NCCL group on one communicator of dgx-a100: one
+// kernel, and both go through the channels NCCL gives that peer (enqueue.cc: every task to a
+// peer starts at the peer's channel base, and a channel runs its tasks one after another), so
+// they share that peer's rate C. Both end together at 4.4 us + 2 x 64 MiB / C.
+TEST(Executor, SendsOfOneGroupToOnePeerShareItsChannels) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 2), 2);
+  const ir::StreamId s = b.stream("p2p");
+  const ir::CommId c = b.communicator("c", {0, 1});
+  const Bytes n = Bytes::mib(64);
+  const std::int32_t g0 = b.new_group();
+  const std::int32_t g1 = b.new_group();
+  const ir::BufferId x = b.buffer(0, "x", n, ir::BufferRole::workspace, true);
+  const ir::BufferId y = b.buffer(0, "y", n, ir::BufferRole::workspace, true);
+  const ir::BufferId u = b.buffer(1, "u", n, ir::BufferRole::workspace, true);
+  const ir::BufferId v = b.buffer(1, "v", n, ir::BufferRole::workspace, true);
+  b.send(0, s, 1, c, n, x, {}, g0);
+  b.send(0, s, 1, c, n, y, {}, g0);
+  b.recv(1, s, 0, c, n, u, {}, g1);
+  b.recv(1, s, 0, c, n, v, {}, g1);
+  const ir::Program p = std::move(b).finish();
+  // 2 ranks on one node: p2pnChannels 32, per peer 32, an operation starts from 32 halved while
+  // x 2 > 32 -> 16 channels; 64 MiB / 16 = 4 MiB, not above 16 MiB: 16 x 9 GB/s = 144 GB/s.
+  const double c_rate = 144e9;
+  auto r = simulate(p, t, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_NEAR(r->iteration_time.seconds(), 4.4e-6 + 2 * 64.0 * 1024 * 1024 / c_rate, 1e-11);
+}
+
 // The HBM term of the contention model, derived by hand: on dgx-a100 a 4 GiB P2P from rank 0
 // to rank 1 forced onto 4 channels (NCCL_MIN/MAX_NCHANNELS = 4) is bounded at 4 x 9 GB/s per
 // channel = 36 GB/s and, as a copy, moves 2 HBM bytes per bus byte: u = 72e9 / 2039e9 (the A100's
