@@ -25,7 +25,9 @@
 /// figure that did not repeat, which tawsim's fold note prints).
 ///
 /// Where the state does not repeat although the schedule does: WeiPipe on 3x8-a100 with
-/// llama-h4096-l48 under the communication-compute contention model (sim/run/contention.cpp).
+/// llama-h4096-l48 under the communication-compute contention model (sim/run/contention.cpp),
+/// measured on main b004928, before one NCCL group's operations to a peer shared its channels
+/// (b8e91d8; since then this configuration is NIC-bound and folds exactly, 10 of 64 rounds).
 /// From 4 micro-batches on, the iteration time grows by exactly the same step per round (8.6258 s,
 /// to the picosecond) and bytes and memory repeat, but WeiPipe posts its ring receives rounds
 /// ahead, and ranks with slack (5-8, 16, 17) run ahead of the ring: rank 6 does a round's 51
