@@ -112,7 +112,9 @@ ir::Cost to_ir(const model::OpCost& cost, const model::OpCost& recompute,
 ir::Cost head_cost(const Context& ctx) {
   const model::ModelConfig& mc = ctx.input->model;
   return to_ir(model::head_forward_cost(mc, ctx.shape) + model::head_backward_cost(mc, ctx.shape),
-               {}, static_cast<std::uint64_t>(model::head_working_set_bytes(mc, ctx.shape)));
+               {},
+               static_cast<std::uint64_t>(
+                   model::head_working_set_bytes(mc, ctx.shape, ctx.input->train.loss_kernel)));
 }
 
 ir::Cost accumulate_cost(std::int64_t elements, std::int64_t element_bytes) {

@@ -114,8 +114,10 @@ std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const Micr
   return bytes;
 }
 
-std::int64_t head_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape) {
-  return shape.tokens() * cfg.vocab * (shape.dtype_bytes + kFp32);
+std::int64_t head_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                    LossKernel loss) {
+  const std::int64_t fp32 = loss == LossKernel::kInPlace ? 0 : kFp32;
+  return shape.tokens() * cfg.vocab * (shape.dtype_bytes + fp32);
 }
 
 StateBytesPerParam state_bytes_per_param(std::int64_t dtype_bytes) {

@@ -129,12 +129,14 @@ WeightGradientBytes layer_weight_gradient_bytes(const ModelConfig& cfg,
 std::int64_t layer_backward_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
                                               RecomputePolicy policy);
 
-/// Transient peak of the LM head + loss for one micro-batch: the logits T x V at the compute
-/// dtype plus one fp32 T x V tensor that a fused cross-entropy (Megatron's
+/// Transient peak of the LM head + loss for one micro-batch. kFusedFp32: the logits T x V at the
+/// compute dtype plus one fp32 T x V tensor that a fused cross-entropy (Megatron's
 /// vocab_parallel_cross_entropy; liger/quack-style kernels) uses for the softmax and, in place,
-/// for d(logits). An eager PyTorch loss that upcasts and saves log_softmax needs about twice the
-/// fp32 part; we size the fused kernel, as for attention.
-std::int64_t head_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape);
+/// for d(logits), T*V*(p + 4) bytes. kInPlace: the logits only, T*V*p, overwritten by d(logits)
+/// (llm.c). An eager PyTorch loss that upcasts and saves log_softmax needs more (about T*V*12
+/// in its backward; docs/validation.md), not offered.
+std::int64_t head_working_set_bytes(const ModelConfig& cfg, const MicroBatchShape& shape,
+                                    LossKernel loss = LossKernel::kFusedFp32);
 
 /// Bytes per parameter of the training state with mixed precision and AdamW, as the ZeRO paper
 /// counts it (Rajbhandari et al. 2020, arXiv 1910.02054, §3.1: 2 + 2 + K*1 with K = 12 for

@@ -18,7 +18,20 @@ constexpr detail::NameTable<RecomputePolicy, 4> kRecompute{{
     {"selective-op", RecomputePolicy::kSelectiveOp},
 }};
 
+constexpr detail::NameTable<LossKernel, 2> kLossKernels{{
+    {"fused-fp32", LossKernel::kFusedFp32},
+    {"in-place", LossKernel::kInPlace},
+}};
+
 }  // namespace
+
+std::string_view to_string(LossKernel kernel) {
+  return detail::name_of(kernel, kLossKernels);
+}
+
+Expected<LossKernel> parse_loss_kernel(std::string_view text) {
+  return detail::parse_named(text, "loss kernel", kLossKernels);
+}
 
 std::int64_t dtype_bytes(DType dtype) {
   return dtype == DType::kFp32 ? 4 : 2;

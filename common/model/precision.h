@@ -54,6 +54,23 @@ enum class RecomputePolicy {
   kSelectiveOp,
 };
 
+/// How the LM head's softmax cross-entropy holds its T x V tensors (memory.h
+/// head_working_set_bytes).
+enum class LossKernel {
+  /// The logits at the compute dtype plus one fp32 T x V tensor that holds the softmax and, in
+  /// place, d(logits) (Megatron's vocab-parallel cross-entropy on logits.float()).
+  kFusedFp32,
+  /// d(logits) overwrites the compute-dtype logits and no fp32 T x V tensor exists: llm.c's
+  /// fused classifier (llmc/fused_classifier.cuh, "replaces logits with logit gradients").
+  kInPlace,
+};
+
+/// `fused-fp32` or `in-place`.
+std::string_view to_string(LossKernel kernel);
+
+/// Parses `fused-fp32` or `in-place`, with a "did you mean" on error (message only).
+Expected<LossKernel> parse_loss_kernel(std::string_view text);
+
 /// `none`, `selective`, `full` or `selective-op`.
 std::string_view to_string(RecomputePolicy policy);
 

@@ -69,6 +69,10 @@ const std::vector<TrainField>& train_fields() {
        [](TrainConfig& c, std::string_view t) { return assign(parse_dtype(t), c.master_dtype); }},
       {"recompute",
        [](TrainConfig& c, std::string_view t) { return assign(parse_recompute(t), c.recompute); }},
+      {"loss_kernel",
+       [](TrainConfig& c, std::string_view t) {
+         return assign(parse_loss_kernel(t), c.loss_kernel);
+       }},
       {"seed",
        [](TrainConfig& c, std::string_view t) -> Status {
          std::int64_t v = 0;
@@ -204,6 +208,8 @@ std::string summary(const TrainConfig& cfg) {
   out += ", " + std::string(to_string(cfg.compute_dtype)) + "/" +
          std::string(to_string(cfg.master_dtype));
   out += ", recompute " + std::string(to_string(cfg.recompute));
+  if (cfg.loss_kernel != LossKernel::kFusedFp32)
+    out += ", loss " + std::string(to_string(cfg.loss_kernel));
   out += ", adamw lr " + format_real(cfg.optimizer.lr);
   return out;
 }

@@ -43,6 +43,7 @@ struct TrainConfig {
   DType compute_dtype = DType::kFp16;  ///< weights and activations during forward/backward
   DType master_dtype = DType::kFp32;   ///< master weights, gradients at the step, AdamW moments
   RecomputePolicy recompute = RecomputePolicy::kFull;
+  LossKernel loss_kernel = LossKernel::kFusedFp32;  ///< the loss's T x V memory (memory.h)
   AdamWConfig optimizer;
   std::uint64_t seed =
       1234;  ///< data and initialisation seed (executors), explicit for determinism

@@ -124,7 +124,7 @@ void print_model_memory(const model::ModelConfig& m, const model::TrainConfig& t
       b(model::attention_workspace_bytes(m, shape, model::AttentionImpl::kEager)),
       model::to_string(t.recompute),
       b(model::layer_backward_working_set_bytes(m, shape, t.recompute)),
-      b(model::head_working_set_bytes(m, shape)),
+      b(model::head_working_set_bytes(m, shape, t.loss_kernel)),
       model::state_bytes_per_param(shape.dtype_bytes).total(),
       model::state_bytes_per_param(shape.dtype_bytes).weights,
       model::state_bytes_per_param(shape.dtype_bytes).gradients,

@@ -180,6 +180,17 @@ TEST(HeadWorkingSet, LogitsAndFp32Softmax) {
             std::int64_t{4096} * 32000 * 6);
 }
 
+// llm.c's in-place classifier keeps only the bf16 logits, T * V * 2 (the GPT-3 preset, V 50257,
+// at micro-batch 64 x 1024: T = 65536); fused-fp32 adds an fp32 T x V, T * V * 6.
+TEST(HeadWorkingSet, InPlaceKeepsOnlyTheLogits) {
+  const ModelConfig gpt = get("gpt3-175b");  // vocab 50257; the shape is what matters here
+  const MicroBatchShape shape{64, 1024, 2};
+  EXPECT_EQ(head_working_set_bytes(gpt, shape, LossKernel::kInPlace),
+            std::int64_t{65536} * 50257 * 2);
+  EXPECT_EQ(head_working_set_bytes(gpt, shape, LossKernel::kFusedFp32),
+            std::int64_t{65536} * 50257 * 6);
+}
+
 // ZeRO §3.1 with K = 12: 2 (fp16 weights) + 12 (fp32 master, m, v); our gradient accumulator is
 // fp32 (4) like Megatron's main_grad, so 18 B per parameter at bf16 and 20 at fp32.
 TEST(StateBytes, MixedPrecisionAdamW) {

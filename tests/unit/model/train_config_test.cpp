@@ -90,6 +90,13 @@ TEST(Override, TrainKeys) {
   ASSERT_TRUE(apply_train_override(cfg, "compute_dtype", "bf16").ok());
   ASSERT_TRUE(apply_train_override(cfg, "optimizer.lr", "1e-4").ok());
   ASSERT_TRUE(apply_train_override(cfg, "recompute", "selective").ok());
+  EXPECT_EQ(cfg.loss_kernel, LossKernel::kFusedFp32);
+  ASSERT_TRUE(apply_train_override(cfg, "loss_kernel", "in-place").ok());
+  EXPECT_EQ(cfg.loss_kernel, LossKernel::kInPlace);
+  EXPECT_FALSE(apply_train_override(cfg, "loss_kernel", "eager").ok());
+  ASSERT_TRUE(apply_train_override(cfg, "recompute", "selective-op").ok());
+  EXPECT_EQ(cfg.recompute, RecomputePolicy::kSelectiveOp);
+  ASSERT_TRUE(apply_train_override(cfg, "recompute", "selective").ok());
   EXPECT_EQ(cfg.seq_len, 8192);
   EXPECT_EQ(cfg.compute_dtype, DType::kBf16);
   EXPECT_DOUBLE_EQ(cfg.optimizer.lr, 1e-4);
