@@ -443,7 +443,7 @@ TEST(Executor, HostCollectiveCopiesOnTheReceivingCores) {
   EXPECT_GT(compute_end(ir::CollectiveKind::reduce, 1, true), alone);     // rank 1 receives, sums
   EXPECT_GT(compute_end(ir::CollectiveKind::broadcast, 0, true), alone);  // rank 1 receives
   EXPECT_EQ(compute_end(ir::CollectiveKind::broadcast, 1, true), alone);  // rank 1 only sends
-  EXPECT_GT(compute_end(ir::CollectiveKind::all_reduce, 0, true), alone);
+  EXPECT_GT(compute_end(ir::CollectiveKind::all_reduce, ir::kNone, true), alone);  // rootless
 }
 
 }  // namespace
