@@ -31,7 +31,7 @@ StreamId ProgramBuilder::stream(std::string_view stream_name) {
   return static_cast<StreamId>(program_.streams.size() - 1);
 }
 
-CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> members) {
+void ProgramBuilder::check_members([[maybe_unused]] const std::vector<Rank>& members) const {
   assert(!members.empty());
 #ifndef NDEBUG
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -40,26 +40,31 @@ CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> mem
       assert(members[i] != members[j] && "duplicate communicator member");
   }
 #endif
+}
+
+CommId ProgramBuilder::add_communicator(std::string comm_name, std::vector<Rank> members) {
+  assert(!frozen_ && "communicator created while the shared tables are frozen");
+  program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
+  return static_cast<CommId>(program_.communicators.size() - 1);
+}
+
+CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> members) {
+  check_members(members);
   auto it = comm_index_.find(members);
   if (it != comm_index_.end()) return it->second;
-  assert(!frozen_ && "communicator created while the shared tables are frozen");
-  const auto id = static_cast<CommId>(program_.communicators.size());
-  comm_index_.emplace(members, id);
-  program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
+  const CommId id = add_communicator(std::move(comm_name), members);
+  comm_index_.emplace(std::move(members), id);
   return id;
 }
 
 CommId ProgramBuilder::distinct_communicator(std::string comm_name, std::vector<Rank> members) {
+  check_members(members);
   for (std::size_t i = 0; i < program_.communicators.size(); ++i) {
     const Communicator& c = program_.communicators[i];
     if (c.name == comm_name && c.members == members) return static_cast<CommId>(i);
   }
-  assert(!frozen_ && "communicator created while the shared tables are frozen");
-  const CommId first = communicator(comm_name, members);  // checks the members
-  if (program_.communicators[static_cast<std::size_t>(first)].name == comm_name) return first;
-  const auto id = static_cast<CommId>(program_.communicators.size());
-  program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
-  return id;
+  // Not entered in comm_index_: `communicator` never hands a distinct one out.
+  return add_communicator(std::move(comm_name), std::move(members));
 }
 
 CostId ProgramBuilder::cost(const Cost& c) {

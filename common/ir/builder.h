@@ -35,7 +35,8 @@ class ProgramBuilder {
   /// call with the same members returns the same id; `name` is kept from the first call).
   CommId communicator(std::string name, std::vector<Rank> members);
   /// A communicator of these members distinct from every other one, created on the first call
-  /// with this name (later calls with the same name and members return it). NCCL runs the
+  /// with this name (later calls with the same name and members return it; `communicator`
+  /// never returns it). NCCL runs the
   /// operations of one communicator one at a time on a GPU, so transfers among the same ranks
   /// that must be in flight together need two communicators.
   CommId distinct_communicator(std::string name, std::vector<Rank> members);
@@ -100,6 +101,10 @@ class ProgramBuilder {
   };
 
   void check_rank(Rank rank) const;
+  /// Debug checks of a communicator's members: in range, no duplicates, not empty.
+  void check_members(const std::vector<Rank>& members) const;
+  /// Appends a communicator (no lookup).
+  CommId add_communicator(std::string name, std::vector<Rank> members);
   void check_buffer(Rank rank, BufferId buffer) const;
   /// Appends an op with its lists to `rank`'s pools; asserts on bad ids and group misuse.
   OpIndex push(Rank rank, Op op, std::span<const BufferId> reads, std::span<const BufferId> writes,
