@@ -13,7 +13,9 @@
 // (shard-level recompute + backward). While slot t computes, the shard of slot t+1 is
 // prefetched on a "weights" stream into the other half of a double buffer: an owner in the group
 // broadcasts its own copy; a remote shard is first sent point-to-point by its owner to the
-// group's staging rank with the owner's local index (a "rail"), which then broadcasts it. The
+// group's staging rank with the owner's local index (a "rail"), which then broadcasts it. Every
+// point-to-point transfer runs on a two-rank communicator of its pair, on a stream of its own
+// (see the communicators below). The
 // shard at the forward->backward and backward->forward turnarounds stays resident. On a
 // "grads" stream the gradient of each backward slot is reduced inside the group one slot later,
 // to the owner if it is in the group, else to the group's local-index-0 rank, which sends it to
@@ -26,7 +28,9 @@
 // compute waits for them).
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "schedules/detail.h"
@@ -201,14 +205,17 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
     std::vector<Rank> members(static_cast<std::size_t>(sh.P));
     for (std::int32_t i = 0; i < sh.P; ++i)
       members[static_cast<std::size_t>(i)] = base + i;
-    // Gradients go to their owners over the replica's (default) communicator; weight P2P
-    // alternates between two more global communicators by slot parity (algorithms.md 2.4, the
-    // paper's code), so that NCCL, which runs one communicator's kernels one at a time, can
-    // overlap the delivery for slot t + 1 with what is still in flight for slot t.
+    // Point-to-point communicators, as the paper's code gets them (algorithms.md 2.4): it
+    // creates four global process groups pg[0..3] and sends weights on pg[s % 2] and gradients
+    // on pg[s % 2 + 1] (s = the slot counter), each with a single dist.isend / dist.irecv. For a
+    // single send or receive PyTorch's ProcessGroupNCCL (pointToPoint: "For single P2P, preserve
+    // the old two-rank behavior") creates a TWO-RANK NCCL communicator per pair of ranks and
+    // process group, with its own NCCL stream; only batch_isend_irecv (WeiPipe's code) uses the
+    // group's communicator. So every pair and process group here is a distinct 2-member
+    // communicator: NCCL sizes its channels for 2 ranks (2 per network peer instead of 1 on
+    // the 24-rank world), runs different pairs concurrently, and runs the two halves of an
+    // exchange on one pair one after the other, in the code's order.
     const std::string replica = ctx.dp == 1 ? "world" : "replica" + std::to_string(d);
-    const ir::CommId p2p = ctx.dp == 1 ? world : b.communicator(replica, members);
-    const std::array<ir::CommId, 2> weight_comm{b.distinct_communicator(replica + ".w0", members),
-                                                b.distinct_communicator(replica + ".w1", members)};
     std::vector<ir::CommId> group_comm(static_cast<std::size_t>(sh.G));
     for (std::int32_t g = 0; g < sh.G; ++g) {
       std::vector<Rank> gm(members.begin() + g * sh.S, members.begin() + (g + 1) * sh.S);
@@ -216,6 +223,27 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           b.communicator("r" + std::to_string(d) + ".group" + std::to_string(g), gm);
     }
 
+    std::map<std::tuple<int, std::int32_t, std::int32_t>, ir::CommId> pairs;
+    auto pair = [&](int pg, std::int32_t u, std::int32_t v) {
+      const auto lo = std::min(u, v), hi = std::max(u, v);
+      auto [it, fresh] = pairs.try_emplace({pg, lo, hi}, 0);
+      if (fresh)
+        it->second =
+            b.distinct_communicator(replica + ".pg" + std::to_string(pg) + "." +
+                                        std::to_string(base + lo) + ":" + std::to_string(base + hi),
+                                    {base + lo, base + hi});
+      return it->second;
+    };
+    // Streams of the pair communicators, by process group and peer (replica-local). The IR
+    // has at most 256 streams: beyond kPeerStreams peers, peers share streams (modulo).
+    constexpr std::int32_t kPeerStreams = 80;
+    std::vector<ir::StreamId> peer_streams(3 * static_cast<std::size_t>(kPeerStreams), 0);
+    auto peer_stream = [&](int pg, std::int32_t peer) {
+      const std::int32_t slot = peer % kPeerStreams;
+      ir::StreamId& id = peer_streams[static_cast<std::size_t>(pg * kPeerStreams + slot)];
+      if (id == 0) id = e.stream("p2p.pg" + std::to_string(pg) + ".peer" + std::to_string(slot));
+      return id;
+    };
     std::vector<RankState> rs(static_cast<std::size_t>(sh.P));
     for (std::int32_t i = 0; i < sh.P; ++i) {
       RankState& s = rs[static_cast<std::size_t>(i)];
@@ -335,50 +363,73 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
         }
         bcasts.push_back({g, root, root == o, x});
       }
-      auto emit_p2p = [&](const std::vector<Msg>& list, ir::StreamId stream, bool weights,
-                          ir::CommId comm) {
+      // One NCCL stream per pair communicator (PyTorch): with overlap, a rank's P2P with each
+      // peer runs on its own stream; the ops of one pair and process group are posted in the
+      // code's order (the rank of the lower group sends first) and run one after the other.
+      auto emit_p2p = [&](const std::vector<Msg>& list, ir::StreamId stream, bool weights, int pg) {
         for (std::int32_t l = 0; l < sh.P; ++l) {
           RankState& s = st(l);
-          bool any = false;
-          for (const Msg& mm : list)
-            any = any || mm.src == l || mm.dst == l;
-          if (!any) continue;
-          const std::int32_t group = b.new_group();
-          if (!weights) {
-            for (const Msg& mm : list) {
-              if (mm.dst == l) e.alloc(s.rank, stream, mm.dst_buf);
+          OpIndex alloc_op = ir::kNone;
+          for (const Msg& mm : list) {
+            if (!weights && mm.dst == l) alloc_op = e.alloc(s.rank, stream, mm.dst_buf);
+          }
+          // Sends, then receives, each in list order; but the two halves of an exchange with
+          // one peer go in the code's order: the rank of the lower group sends first.
+          std::vector<const Msg*> mine;
+          for (const Msg& mm : list) {
+            if (mm.src == l) mine.push_back(&mm);
+          }
+          for (const Msg& mm : list) {
+            if (mm.dst == l) mine.push_back(&mm);
+          }
+          for (std::size_t i = 0; i < mine.size(); ++i) {
+            for (std::size_t j = i + 1; j < mine.size(); ++j) {
+              const Msg& u = *mine[i];
+              const Msg& v = *mine[j];
+              if (u.src != v.dst || u.dst != v.src) continue;
+              const bool send_first = sh.group_of(l) < sh.group_of(u.src == l ? u.dst : u.src);
+              if ((u.src == l) != send_first) std::swap(mine[i], mine[j]);
             }
           }
-          for (const Msg& mm : list) {
-            if (mm.src != l) continue;
-            const Deps deps{mm.dep, overlap ? ir::kNone : s.compute_this_slot};
-            s.comm_this_slot = b.send(s.rank, stream, base + mm.dst, comm, Bytes(w), mm.src_buf,
-                                      deps.span(), group);
-          }
-          for (const Msg& mm : list) {
-            if (mm.dst != l) continue;
-            const Deps deps{weights ? s.last_reader[mm.x] : ir::kNone,
-                            overlap ? ir::kNone : s.compute_this_slot};
-            s.comm_this_slot = b.recv(s.rank, stream, base + mm.src, comm, Bytes(w), mm.dst_buf,
-                                      deps.span(), group);
-            if (weights) s.fetched = s.comm_this_slot;
-          }
-          if (weights) continue;
-          for (const Msg& mm : list) {  // gradient: owner adds, sender drops its copy
-            if (mm.dst == l) {
+          for (const Msg* mp : mine) {
+            {
+              const Msg& mm = *mp;
+              const bool sending = mm.src == l;
+              const std::int32_t peer = sending ? mm.dst : mm.src;
+              const ir::StreamId ps = overlap ? peer_stream(pg, peer) : stream;
+              const ir::CommId comm = pair(pg, mm.src, mm.dst);
+              const OpIndex after_compute = overlap ? ir::kNone : s.compute_this_slot;
+              if (sending) {
+                const Deps deps{mm.dep, after_compute};
+                const OpIndex op =
+                    b.send(s.rank, ps, base + peer, comm, Bytes(w), mm.src_buf, deps.span());
+                s.comm_this_slot = op;
+                if (!weights) s.comm_this_slot = e.free(s.rank, stream, mm.src_buf, Deps{op});
+                continue;
+              }
+              const Deps deps{weights ? s.last_reader[mm.x] : alloc_op, after_compute};
+              const OpIndex op =
+                  b.recv(s.rank, ps, base + peer, comm, Bytes(w), mm.dst_buf, deps.span());
+              s.comm_this_slot = op;
+              if (weights) {
+                s.fetched = op;
+                continue;
+              }
+              // gradient: the owner adds it into its accumulator
+              const Deps after_recv{op};
               b.compute(s.rank, stream, ComputeKind::accumulate, s.own.layer_begin, s.own.layer_end,
-                        ir::kNone, c_acc, {mm.dst_buf}, {s.own.grad});
+                        ir::kNone, c_acc, {mm.dst_buf}, {s.own.grad}, after_recv.span());
               s.comm_this_slot = e.free(s.rank, stream, mm.dst_buf);
             }
-            if (mm.src == l) s.comm_this_slot = e.free(s.rank, stream, mm.src_buf);
           }
         }
       };
-      emit_p2p(msgs, s_w, true, weight_comm[static_cast<std::size_t>((t + 2) % 2)]);
+      emit_p2p(msgs, s_w, true, (t + 2) % 2);
       for (const Bcast& bc : bcasts) {
         for (std::int32_t l = bc.g * sh.S; l < (bc.g + 1) * sh.S; ++l) {
           RankState& s = st(l);
-          const Deps deps{s.last_reader[bc.x], overlap ? ir::kNone : s.compute_this_slot};
+          const Deps deps{s.last_reader[bc.x], s.fetched,
+                          overlap ? ir::kNone : s.compute_this_slot};
           const BufferId src = (l == bc.root && bc.root_owns) ? s.own.weights : s.wst[bc.x];
           if (sh.S == 1) {
             if (bc.root_owns) {
@@ -417,13 +468,14 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
                       ir::kNone, c_acc, {gbuf}, {s.own.grad}, deps.span());
             s.comm_this_slot = e.free(s.rank, s_g, gbuf);
           } else if (l == root) {
-            gmsgs.push_back({root, o, gbuf, st(o).grecv, 0, sh.S > 1 ? ir::kNone : s.pending_grad});
+            gmsgs.push_back(
+                {root, o, gbuf, st(o).grecv, 0, sh.S > 1 ? s.comm_this_slot : s.pending_grad});
           } else {
             s.comm_this_slot = e.free(s.rank, s_g, gbuf);
           }
         }
       }
-      emit_p2p(gmsgs, s_g, false, p2p);
+      emit_p2p(gmsgs, s_g, false, (t + 2) % 2 + 1);
     }
 
     // End of the iteration: last embedding backward, gradient all-reduces, AdamW.

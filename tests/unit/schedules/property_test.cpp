@@ -72,7 +72,10 @@ TEST(Traffic, TawpipeExactPerNodeAndWithinBound) {
           const std::int32_t from = in.node_of_rank[static_cast<std::size_t>(r)];
           const std::int32_t to = in.node_of_rank[static_cast<std::size_t>(op.peer)];
           if (from == to) continue;
-          const bool weights = p.streams[op.stream] == "weights";
+          // The pair communicators' streams carry both kinds: tell them by the buffer sent.
+          const ir::RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
+          const bool weights = rp.buffers[static_cast<std::size_t>(ir::reads(rp, op)[0])].role !=
+                               ir::BufferRole::gradient_staging;
           if (to == g) (weights ? w_in : g_in) += op.bytes;
           if (from == g) (weights ? w_out : g_out) += op.bytes;
         }

@@ -31,12 +31,16 @@ int last_writer_layer(const ir::RankProgram& rp, std::size_t from, ir::BufferId 
   return -9;
 }
 
+/// Whether a P2P moves a gradient (the pair communicators' streams carry both kinds).
+bool is_gradient(const ir::RankProgram& rp, ir::BufferId b) {
+  return rp.buffers[static_cast<std::size_t>(b)].role == ir::BufferRole::gradient_staging;
+}
+
 /// §2.7's notation for one op, or "" for ops the document leaves out (alloc, free, embedding
 /// forward, accumulate, the extra embedding AdamW).
 std::string tawpipe_token(const ir::Program& p, ir::Rank r, std::size_t i) {
   const ir::RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
   const ir::Op& op = rp.ops[i];
-  const std::string stream = p.streams[op.stream];
   const auto W = [](int layer) { return "W" + std::to_string(layer); };
   const auto d = [](ir::Rank x) { return "d" + std::to_string(x); };
   const bool xnode = op.peer != ir::kNone && (op.peer / 2 != r / 2);
@@ -58,7 +62,7 @@ std::string tawpipe_token(const ir::Program& p, ir::Rank r, std::size_t i) {
       }
     case ir::OpKind::send: {
       const ir::BufferId b = ir::reads(rp, op)[0];
-      if (stream == "weights") {
+      if (!is_gradient(rp, b)) {
         return "xnode send " + W(rp.buffers[static_cast<std::size_t>(b)].initial.layer_begin) +
                "->" + d(op.peer);
       }
@@ -66,7 +70,7 @@ std::string tawpipe_token(const ir::Program& p, ir::Rank r, std::size_t i) {
     }
     case ir::OpKind::recv: {
       const ir::BufferId b = ir::writes(rp, op)[0];
-      if (stream == "weights") {
+      if (!is_gradient(rp, b)) {
         return std::string(xnode ? "xnode " : "") + "recv " + W(next_reader_layer(rp, i, b)) +
                "<-" + d(op.peer);
       }
@@ -117,7 +121,9 @@ std::vector<std::string> only(const std::vector<std::string>& v, char cls) {
   return out;
 }
 
-// The per-device lists of §2.7, with "xnode swap X->a / Y<-a" written as its two halves.
+// The per-device lists of §2.7, with "xnode swap X->a / Y<-a" written as its two halves in the
+// order the paper's code posts them on their pair communicator: the rank of the lower group sends
+// first, the other receives first (tawpipe.py weight_p2p, `if self.group_id < dst_gid`).
 const char* const kTawpipeLists[4] = {
     "bcast W0 (root) | F(W0) | xnode send W0->d2 | xnode recv W1<-d2 | bcast W1 (root) | F(W1) | "
     "recv bcast W2 | F(W2) | recv bcast W3 | F(W3) | head | B(W3) | recv bcast W2 | B(W2) | "
@@ -130,13 +136,13 @@ const char* const kTawpipeLists[4] = {
     "bcast W2 (root) | xnode send W2->d3 | B(W2) | recv bcast W1 | reduce grad W3 (to d0) | "
     "B(W1) | recv bcast W0 | reduce grad W2 (root) | B(W0) | reduce grad W1 (to d0) | "
     "xnode recv grad W2<-d2 | reduce grad W0 (to d0) | embed bwd | all-reduce | AdamW(W2)",
-    "xnode send W1->d0 | xnode recv W0<-d0 | bcast W0 (root) | F(W0) | bcast W1 (root) | F(W1) | "
+    "xnode recv W0<-d0 | xnode send W1->d0 | bcast W0 (root) | F(W0) | bcast W1 (root) | F(W1) | "
     "recv bcast W2 | F(W2) | recv bcast W3 | F(W3) | head | xnode send W1->d0 | recv bcast W2 | "
     "B(W3) | bcast W1 (root) | B(W2) | reduce grad W3 (to d3) | xnode recv W0<-d0 | "
     "bcast W0 (root) | B(W1) | reduce grad W2 (root) | xnode send grad W2->d1 | "
     "xnode recv grad W1<-d0 | B(W0) | reduce grad W1 (root) | reduce grad W0 (root) | "
     "xnode send grad W0->d0 | embed bwd | all-reduce | AdamW(W1)",
-    "recv bcast W0 | F(W0) | recv bcast W1 | F(W1) | xnode send W3->d1 | xnode recv W2<-d1 | "
+    "recv bcast W0 | F(W0) | recv bcast W1 | F(W1) | xnode recv W2<-d1 | xnode send W3->d1 | "
     "bcast W2 (root) | F(W2) | bcast W3 (root) | F(W3) | head | xnode recv W2<-d1 | "
     "bcast W2 (root) | B(W3) | xnode recv grad W3<-d0 | recv bcast W1 | B(W2) | "
     "reduce grad W3 (root) | recv bcast W0 | B(W1) | reduce grad W2 (to d2) | B(W0) | "
