@@ -133,46 +133,78 @@ Status Executor::build_units() {
   return Status::success();
 }
 
+// Sends and receives pair in issue order per channel (communicator, source, destination): the
+// k-th send on a channel with its k-th receive. One pass numbers each op on its channel, a second
+// places it in its channel's slot k; no sort. Channels are checked in key order, so an unmatched
+// op is reported as a sort of all ops by (key, ordinal) would find it first.
 Status Executor::build_p2p() {
-  struct Entry {
-    std::uint64_t key;
-    std::uint32_t ordinal;
-    std::uint8_t is_recv;
-    std::uint32_t g;
-  };
-  std::vector<Entry> entries;
-  std::unordered_map<std::uint64_t, std::uint32_t> sends, recvs;
   const std::uint64_t ranks = program_.ranks.size();
   if (ranks >= (1u << 21)) return make_error("too many ranks for the simulator (max 2^21)");
-  for (std::size_t g = 0; g < total_ops_; ++g) {
-    const ir::Op& op = op_at(g);
-    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
-    if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
-      return op_error(g, "peer rank out of range");
-    const auto me = static_cast<std::uint64_t>(rt_[g].rank);
-    const auto peer = static_cast<std::uint64_t>(op.peer);
-    const bool is_recv = op.kind == ir::OpKind::recv;
-    const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
-                              ((is_recv ? peer : me) << 21) | (is_recv ? me : peer);
-    auto& counter = is_recv ? recvs[key] : sends[key];
-    entries.push_back(Entry{key, counter++, static_cast<std::uint8_t>(is_recv ? 1 : 0),
-                            static_cast<std::uint32_t>(g)});
+  struct Channel {
+    std::uint64_t key = 0;
+    std::uint32_t sends = 0;
+    std::uint32_t recvs = 0;
+    std::uint32_t offset = 0;  // into the slot arrays
+  };
+  struct Entry {
+    std::uint32_t g;
+    std::uint32_t channel;
+    std::uint32_t ordinal;
+    bool is_recv;
+  };
+  std::vector<Channel> channels;
+  std::unordered_map<std::uint64_t, std::uint32_t> channel_of;
+  std::vector<Entry> entries;
+  // Schedules talk to a few peers in runs: remember the last channel looked up.
+  std::uint64_t last_key = ~std::uint64_t{0};
+  std::uint32_t last_channel = 0;
+  for (std::size_t r = 0; r < program_.ranks.size(); ++r) {
+    const auto& ops = program_.ranks[r].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const ir::Op& op = ops[i];
+      if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
+      const std::size_t g = res_.rank_offset[r] + i;
+      if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
+        return op_error(g, "peer rank out of range");
+      const auto me = static_cast<std::uint64_t>(r);
+      const auto peer = static_cast<std::uint64_t>(op.peer);
+      const bool is_recv = op.kind == ir::OpKind::recv;
+      const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
+                                ((is_recv ? peer : me) << 21) | (is_recv ? me : peer);
+      if (key != last_key) {
+        const auto [it, added] =
+            channel_of.try_emplace(key, static_cast<std::uint32_t>(channels.size()));
+        if (added) channels.push_back(Channel{key, 0, 0, 0});
+        last_key = key;
+        last_channel = it->second;
+      }
+      Channel& c = channels[last_channel];
+      entries.push_back(Entry{static_cast<std::uint32_t>(g), last_channel,
+                              is_recv ? c.recvs++ : c.sends++, is_recv});
+    }
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    if (a.key != b.key) return a.key < b.key;
-    if (a.ordinal != b.ordinal) return a.ordinal < b.ordinal;
-    return a.is_recv < b.is_recv;
-  });
-  for (std::size_t i = 0; i < entries.size();) {
-    const bool pair = i + 1 < entries.size() && entries[i].key == entries[i + 1].key &&
-                      entries[i].ordinal == entries[i + 1].ordinal && entries[i].is_recv == 0 &&
-                      entries[i + 1].is_recv == 1;
-    if (!pair)
-      return op_error(entries[i].g, entries[i].is_recv != 0 ? "receive without a matching send"
-                                                            : "send without a matching receive");
-    rt_[entries[i].g].link = static_cast<std::int32_t>(entries[i + 1].g);
-    rt_[entries[i + 1].g].link = static_cast<std::int32_t>(entries[i].g);
-    i += 2;
+  std::uint32_t slots = 0;
+  for (Channel& c : channels) {
+    c.offset = slots;
+    slots += std::max(c.sends, c.recvs);
+  }
+  constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
+  std::vector<std::uint32_t> send_at(slots, kEmpty), recv_at(slots, kEmpty);
+  for (const Entry& e : entries)
+    (e.is_recv ? recv_at : send_at)[channels[e.channel].offset + e.ordinal] = e.g;
+  std::vector<std::uint32_t> order(channels.size());
+  for (std::uint32_t c = 0; c < order.size(); ++c)
+    order[c] = c;
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return channels[a].key < channels[b].key; });
+  for (const std::uint32_t ci : order) {
+    const Channel& c = channels[ci];
+    for (std::uint32_t k = c.offset; k < c.offset + std::max(c.sends, c.recvs); ++k) {
+      if (send_at[k] == kEmpty) return op_error(recv_at[k], "receive without a matching send");
+      if (recv_at[k] == kEmpty) return op_error(send_at[k], "send without a matching receive");
+      rt_[send_at[k]].link = static_cast<std::int32_t>(recv_at[k]);
+      rt_[recv_at[k]].link = static_cast<std::int32_t>(send_at[k]);
+    }
   }
   return Status::success();
 }
