@@ -191,4 +191,13 @@ Expected<ir::Program> build_program(const Workload& workload, const ScheduleVari
   return generate(variant.schedule, schedule_input(workload, variant));
 }
 
+Expected<std::shared_ptr<const ir::Program>> shared_program(const Workload& workload,
+                                                            const ScheduleVariant& variant) {
+  if (workload.programs)
+    return workload.programs->get(variant.schedule, schedule_input(workload, variant));
+  auto program = build_program(workload, variant);
+  if (!program.ok()) return program.error();
+  return std::make_shared<const ir::Program>(std::move(*program));
+}
+
 }  // namespace tawpipe::schedules

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "common/model/model.h"
 #include "common/model/train_config.h"
 #include "common/topology/topology.h"
+#include "schedules/program_cache.h"
 #include "schedules/schedule.h"
 
 namespace tawpipe::schedules {
@@ -46,6 +48,9 @@ struct Workload {
   /// Threads a generator may use (ScheduleInput::threads; 0: all hardware threads). Sweeps that
   /// already run points in parallel set 1.
   int threads = 0;
+  /// Programs shared with other workloads that generate equal ones (sweep points that differ
+  /// in network or compute parameters only; schedules/program_cache.h); null: no sharing.
+  std::shared_ptr<ProgramCache> programs{};
 };
 
 /// A method to run with its own options: `tawpipe`, or `tawpipe[overlap=off,groups=2]`.
@@ -71,5 +76,10 @@ ScheduleInput schedule_input(const Workload& workload, const ScheduleVariant& va
 
 /// Generates the Program of `variant` for `workload`.
 Expected<ir::Program> build_program(const Workload& workload, const ScheduleVariant& variant);
+
+/// As build_program, shared: from `workload.programs` when set (whose header may then name the
+/// topology of another workload with the same ranks: program_cache.h), else freshly generated.
+Expected<std::shared_ptr<const ir::Program>> shared_program(const Workload& workload,
+                                                            const ScheduleVariant& variant);
 
 }  // namespace tawpipe::schedules

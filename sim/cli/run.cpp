@@ -90,6 +90,10 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
       } else {
         r.report = std::move(out->output.report);
         r.fold = std::move(out->fold);
+        if (w.programs) {  // a shared program names the topology of the point that made it
+          r.report->header.topology = w.topology.name();
+          r.report->header.topology_hash = w.topology.content_hash();
+        }
       }
       results.push_back(std::move(r));
       continue;
@@ -223,6 +227,9 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   }
   std::vector<schedules::Workload> workloads;
   workloads.reserve(points.size());
+  // Points that differ only in network or compute parameters generate equal programs (every
+  // fold probe too): generate each once (schedules/program_cache.h).
+  const auto programs = std::make_shared<schedules::ProgramCache>();
   for (const auto& p : points) {
     schedules::WorkloadSpec spec = base;
     for (const auto& [k, v] : p)
@@ -230,6 +237,7 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
     auto w = schedules::resolve_workload(spec);
     if (!w.ok()) return std::move(w).error();
     if (jobs > 1) w->threads = 1;  // the points already keep the cores busy
+    w->programs = programs;
     workloads.push_back(std::move(*w));
   }
 

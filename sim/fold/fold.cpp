@@ -260,9 +260,9 @@ Expected<FoldedOutput> simulate_whole(const schedules::Workload& w,
                                       const schedules::ScheduleVariant& v,
                                       const SimOptions& options, std::string reason,
                                       std::int64_t rounds) {
-  auto program = schedules::build_program(w, v);
+  auto program = schedules::shared_program(w, v);
   if (!program.ok()) return program.error();
-  auto out = run_simulation(*program, w.topology, options);
+  auto out = run_simulation(**program, w.topology, options);
   if (!out.ok()) return out.error();
   FoldedOutput f{std::move(*out), {}};
   f.fold.rounds = rounds > 0 ? rounds : f.output.report.header.micro_batches;
@@ -288,12 +288,12 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
     schedules::Workload w = workload;
     w.train.micro_batches = m;
     w.train.global_batch = 0;
-    auto program = schedules::build_program(w, variant);
+    auto program = schedules::shared_program(w, variant);
     if (!program.ok()) return program.error();
-    const ir::Header& h = program->header;
+    const ir::Header& h = (*program)->header;
     if (h.micro_batches > 0 && h.micro_batch_size > 0)
       workers = h.global_batch / (static_cast<std::int64_t>(h.micro_batches) * h.micro_batch_size);
-    auto out = run_simulation(*program, workload.topology, options);
+    auto out = run_simulation(**program, workload.topology, options);
     if (!out.ok()) return out.error();
     return &probes.emplace(m, std::move(*out)).first->second;
   };
@@ -313,12 +313,12 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
         w.train.micro_batches = counts[i];
         w.train.global_batch = 0;
         w.threads = 1;
-        auto program = schedules::build_program(w, variant);
+        auto program = schedules::shared_program(w, variant);
         if (!program.ok()) {
           results[i] = program.error();
           continue;
         }
-        results[i] = run_simulation(*program, workload.topology, options);
+        results[i] = run_simulation(**program, workload.topology, options);
       }
     };
     std::vector<std::thread> pool;
