@@ -9,6 +9,7 @@
 #include "common/model/cost.h"
 #include "sim/compute/compute_model.h"
 #include "sim/run/executor.h"
+#include "sim/symmetry/symmetry.h"
 
 namespace tawpipe::sim {
 namespace {
@@ -147,11 +148,30 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.record_memory = options.record_link_usage;  // both feed the trace's counter tracks
   exec.all_reduce_algo = options.nccl_algo;
   exec.nccl = options.nccl;
+  std::optional<ReplicaSymmetry> symmetry;
+  std::string symmetry_note;
+  if (options.symmetry && !options.record_ops && !options.record_link_usage) {
+    symmetry = find_replica_symmetry(program, topology, symmetry_note);
+    if (symmetry) exec.symmetry = &*symmetry;
+  }
   auto result = execute(program, topology, exec);
   if (!result.ok()) return result.error();
+  if (!result->symmetry_broken.empty()) {  // the network was not symmetric: run every rank
+    symmetry_note = result->symmetry_broken;
+    symmetry.reset();
+    exec.symmetry = nullptr;
+    result = execute(program, topology, exec);
+    if (!result.ok()) return result.error();
+  }
   ExecutionResult& res = *result;
 
   SimOutput out;
+  if (symmetry) {
+    out.replicas_collapsed = symmetry->replicas;
+    out.replica_ranks = symmetry->replica_ranks;
+  } else {
+    out.symmetry_note = options.symmetry ? symmetry_note : "--no-symmetry";
+  }
   out.events = res.events;
   out.tree_all_reduces = res.tree_all_reduces;
   out.last_protocol = res.last_protocol;

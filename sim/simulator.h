@@ -59,6 +59,10 @@ struct SimOptions {
   /// NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS, socket transport threads/sockets
   /// (sim/network/nccl_tuning.h).
   NcclOptions nccl;
+  /// Simulate identical data-parallel replicas once (sim/symmetry/symmetry.h) when the program
+  /// and the network allow it; exact, so on by default (tawsim --no-symmetry turns it off).
+  /// Never with record_ops or record_link_usage (they need every rank's own records).
+  bool symmetry = true;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
 };
@@ -73,6 +77,11 @@ struct SimOutput {
   std::uint64_t tree_all_reduces = 0;               ///< all-reduce instances run as trees
   nccl::Proto last_protocol = nccl::Proto::simple;  ///< of the last collective or P2P transfer
   int last_channels = 0;                            ///< of the last collective or P2P transfer
+  /// Replica symmetry: replicas simulated as one (1: every rank simulated), and why not when
+  /// SimOptions::symmetry was on but the program or the network was not symmetric.
+  std::int32_t replicas_collapsed = 1;
+  std::int32_t replica_ranks = 0;
+  std::string symmetry_note;
 };
 
 /// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,

@@ -75,6 +75,7 @@ struct Options {
   int jobs = 0;
   std::string dot_file;
   bool no_fold = false;
+  bool no_symmetry = false;
   bool comm_overlap = false;
   std::string shard;
   bool print_topology = false;
@@ -223,6 +224,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
   }
   options.sm_contention = o.sm_contention;
   options.comm_order = !o.comm_overlap;
+  options.symmetry = !o.no_symmetry;
   if (!sim::all_reduce_algo_from_name(o.nccl_algo, &options.nccl_algo))
     return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + o.nccl_algo + "'"));
   // The device allocator of the trainer (sim/memory/memory_model.h): PyTorch's caching allocator
@@ -351,6 +353,9 @@ int main_command(const std::vector<std::string>& args) {
      "a time, in issue order)")
     ("no-fold", po::bool_switch(&o.no_fold),
      "simulate every micro-batch instead of extrapolating repeated rounds (sim/fold/fold.h)")
+    ("no-symmetry", po::bool_switch(&o.no_symmetry),
+     "simulate every data-parallel replica instead of one per set of identical replicas "
+     "(sim/symmetry/symmetry.h)")
     ("allocator", po::value(&o.allocator),
      "device allocator of the trainer: caching (PyTorch's, a fragmentation reserve of 15 % of "
      "transient memory) or static (every buffer allocated once, as llm.c) [caching]")

@@ -101,6 +101,27 @@ namespace {
 // "steady-state folding: tawpipe simulated 10 of 64 micro-batches per worker (54 folded), ...;
 // not folded: weipipe (why)". Methods with the same reason are listed together; --no-fold (the
 // user's choice) is not repeated back.
+// "replica symmetry (--no-symmetry ...): fsdp simulated 1 of 64 replicas (16 ranks each); not
+// collapsed: weipipe (why)". Programs of one replica and --no-symmetry are not mentioned.
+void write_symmetry_note(std::ostream& out, const std::vector<MethodResult>& results) {
+  std::vector<std::string> parts;
+  for (const auto& m : results) {
+    if (!m.report) continue;
+    if (m.fold.replicas_collapsed > 1) {
+      parts.push_back(fmt::format("{} simulated 1 of {} replicas ({} ranks each)", m.label,
+                                  m.fold.replicas_collapsed, m.fold.replica_ranks));
+    } else if (!m.fold.symmetry_note.empty() && m.fold.symmetry_note != "a single replica" &&
+               m.fold.symmetry_note != "--no-symmetry") {
+      parts.push_back(fmt::format("{} not collapsed: {}", m.label, m.fold.symmetry_note));
+    }
+  }
+  if (parts.empty()) return;
+  out << "replica symmetry (--no-symmetry to simulate every replica): ";
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out << (i ? "; " : "") << parts[i];
+  out << "\n";
+}
+
 void write_fold_note(std::ostream& out, const std::vector<MethodResult>& results) {
   std::vector<std::string> parts;
   std::vector<std::pair<std::string, std::string>> unfolded;  // reason, methods
@@ -122,11 +143,13 @@ void write_fold_note(std::ostream& out, const std::vector<MethodResult>& results
   }
   for (const auto& [reason, methods] : unfolded)
     parts.push_back(fmt::format("{} not folded: {}", methods, reason));
-  if (parts.empty()) return;
-  out << "steady-state folding (--no-fold to simulate every round): ";
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    out << (i ? "; " : "") << parts[i];
-  out << "\n";
+  if (!parts.empty()) {
+    out << "steady-state folding (--no-fold to simulate every round): ";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      out << (i ? "; " : "") << parts[i];
+    out << "\n";
+  }
+  write_symmetry_note(out, results);
 }
 }  // namespace
 

@@ -175,6 +175,9 @@ SimOutput extrapolate(const SimOutput& from, const SimOutput& lo, const SimOutpu
   const auto lint = [n](SimTime x, SimTime yb, SimTime yc) { return x + (yc - yb) * n; };
   SimOutput out;
   out.events = from.events;
+  out.replicas_collapsed = from.replicas_collapsed;
+  out.replica_ranks = from.replica_ranks;
+  out.symmetry_note = from.symmetry_note;
   out.tree_all_reduces = from.tree_all_reduces + static_cast<std::uint64_t>(n) *
                                                      (hi.tree_all_reduces - lo.tree_all_reduces);
   report::Report& r = out.report;
@@ -271,11 +274,9 @@ Expected<FoldedOutput> simulate_whole(const schedules::Workload& w,
   return f;
 }
 
-}  // namespace
-
-Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
-                                         const schedules::ScheduleVariant& variant,
-                                         const SimOptions& options, bool fold) {
+Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
+                                       const schedules::ScheduleVariant& variant,
+                                       const SimOptions& options, bool fold) {
   if (!fold) return simulate_whole(workload, variant, options, "--no-fold", 0);
   if (options.record_ops || options.record_link_usage)
     return simulate_whole(workload, variant, options, "per-op records requested", 0);
@@ -404,6 +405,19 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
     if (split_bases == 2) break;
   }
   return simulate_whole(workload, variant, options, reason, m);
+}
+
+}  // namespace
+
+Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
+                                         const schedules::ScheduleVariant& variant,
+                                         const SimOptions& options, bool fold) {
+  auto f = simulate_folded(workload, variant, options, fold);
+  if (!f.ok()) return f;
+  f->fold.replicas_collapsed = f->output.replicas_collapsed;
+  f->fold.replica_ranks = f->output.replica_ranks;
+  f->fold.symmetry_note = f->output.symmetry_note;
+  return f;
 }
 
 }  // namespace tawpipe::sim

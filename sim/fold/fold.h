@@ -43,14 +43,9 @@
 /// compute, network (protocols, SM contention) and host (processor sharing) models may change
 /// underneath it. A model whose effect is not periodic in rounds simply makes the check fail.
 ///
-/// Symmetry (issue 15 item 2) is NOT exploited yet: identical data-parallel replicas are still
-/// simulated one by one. Where it would hold: replicas with the same program up to renumbering
-/// whose flows never share a link with another replica's flows (e.g. replicas that each sit in
-/// their own nodes and only meet in collectives whose per-link load is the same for every
-/// replica, as on a non-blocking rail-optimised fat tree with D-mod-k routing). Where it does
-/// not: a shared switch under contention -- an oversubscribed spine, a node holding parts of
-/// two replicas, a shared NIC (3x8-a100's single 10 GbE NIC per node) -- where one replica's
-/// flows slow another's, so simulating one replica and copying it would be optimistic.
+/// Symmetry (issue 15 item 2) works underneath, in every probe: identical data-parallel replicas
+/// are simulated once where the program and the network state allow it (sim/symmetry/symmetry.h
+/// says where that holds and where it does not).
 #pragma once
 
 #include <cstdint>
@@ -70,6 +65,11 @@ struct FoldInfo {
                                       ///< probe when folded, else `rounds`)
   std::int64_t rounds_folded = 0;     ///< rounds - rounds_simulated when folded, else 0
   std::string reason;                 ///< why the iteration was not folded (empty when folded)
+  /// Replica symmetry (sim/symmetry/symmetry.h) of the simulated program(s): replicas simulated
+  /// as one (1: none collapsed), ranks per replica, and why not (SimOutput's fields).
+  std::int32_t replicas_collapsed = 1;
+  std::int32_t replica_ranks = 0;
+  std::string symmetry_note;
 };
 
 /// One method's simulation, folded when possible.

@@ -75,6 +75,10 @@ class NetworkModel {
   double link_bytes_per_second(topo::LinkId link) const {
     return link_rate_[static_cast<std::size_t>(link)];
   }
+  /// True if the link was ever a bottleneck of the solver (MaxMinSystem::was_bottleneck).
+  bool link_was_bottleneck(topo::LinkId link) const {
+    return solver_.was_bottleneck(constraint_[static_cast<std::size_t>(link)]);
+  }
   /// One-way latency of a link (the topology's, or the profile's for its class).
   SimTime link_latency(topo::LinkId link) const {
     return link_latency_[static_cast<std::size_t>(link)];

@@ -108,6 +108,7 @@ Expected<ExecutionResult> Executor::run() {
   }
   drain();
   engine_.run();
+  if (!res_.symmetry_broken.empty()) return std::move(res_);  // stopped early: run every rank
   if (completed_ != total_ops_) {
     for (std::size_t g = 0; g < total_ops_; ++g) {
       if (rt_[g].state != 2)
@@ -116,15 +117,15 @@ Expected<ExecutionResult> Executor::run() {
                                : "simulation stalled: never became ready (deadlock)");
     }
   }
-  const std::size_t ranks = program_.ranks.size();
+  const std::size_t ranks = active_ranks_;
   res_.first_start = total_ops_ > 0 ? SimTime::max() : SimTime();
   for (std::size_t g = 0; g < total_ops_; ++g) {
     res_.first_start = std::min(res_.first_start, res_.op_start[g]);
     res_.last_end = std::max(res_.last_end, res_.op_end[g]);
   }
-  res_.peak_memory_bytes.resize(ranks);
-  res_.peak_memory.resize(ranks);
-  if (options_.record_memory) res_.memory_samples.resize(ranks);
+  res_.peak_memory_bytes.resize(program_.ranks.size());
+  res_.peak_memory.resize(program_.ranks.size());
+  if (options_.record_memory) res_.memory_samples.resize(program_.ranks.size());
   for (std::size_t r = 0; r < ranks; ++r) {
     const auto rank = static_cast<std::int32_t>(r);
     res_.peak_memory_bytes[r] = memory_->peak_bytes(rank);
@@ -135,6 +136,10 @@ Expected<ExecutionResult> Executor::run() {
   res_.link_busy = network_.link_busy(engine_.now());
   res_.link_usage = network_.usage_samples();
   res_.events = engine_.events_processed();
+  if (sym_) {
+    check_symmetry();
+    if (res_.symmetry_broken.empty()) expand_replicas();
+  }
   return std::move(res_);
 }
 

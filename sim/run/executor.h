@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -31,6 +32,7 @@
 #include "sim/network/collectives.h"
 #include "sim/network/network_model.h"
 #include "sim/run/big_vector.h"
+#include "sim/symmetry/symmetry.h"
 
 namespace tawpipe::sim {
 
@@ -56,6 +58,9 @@ struct ExecOptions {
   /// program order (NCCL's per-communicator device stream; tables.cpp build_comm_order). Off:
   /// operations of one communicator on different IR streams overlap (what-if).
   bool comm_order = true;
+  /// Replica symmetry (sim/symmetry/symmetry.h): simulate replica 0 only, each transfer standing
+  /// for its images in every replica. Null: every rank is simulated. Must outlive the run.
+  const ReplicaSymmetry* symmetry = nullptr;
 };
 
 /// Per-rank time accounting (definitions in common/report/report.h).
@@ -89,6 +94,9 @@ struct ExecutionResult {
   /// one per program); 0 channels on host communicators.
   nccl::Proto last_protocol = nccl::Proto::simple;
   int last_channels = 0;
+  /// With ExecOptions::symmetry: why the flow system turned out not to be replica-symmetric
+  /// (the figures are then not exact; simulate without symmetry). Empty: exact.
+  std::string symmetry_broken;
 };
 
 /// Runs `program` once. Errors: placement or dtype problems, unmatched sends/receives or

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/compute/compute_model.h"
@@ -119,7 +121,9 @@ class Executor {
         compute_(std::move(compute)),
         network_(engine_, topology, options.profile,
                  [this](std::uint64_t token) { on_transfer_done(token); }),
-        planner_(program, topology, network_, options.all_reduce_algo, options.nccl) {
+        planner_(program, topology, network_, options.all_reduce_algo, options.nccl),
+        sym_(options.symmetry),
+        active_ranks_(sym_ ? static_cast<std::size_t>(sym_->replica_ranks) : program.ranks.size()) {
     planner_.set_profile(options.profile);
     handler_ = engine_.add_handler([this](const Event& e) { on_event(e); });
     network_.record_usage(options.record_link_usage);
@@ -169,6 +173,29 @@ class Executor {
   void start_collective(std::uint32_t inst);
   void complete_op(std::size_t g);
   void complete_collective(std::uint32_t inst);
+  // Replica symmetry (symmetry.cpp in sim/run; sim/symmetry/symmetry.h).
+  /// The start of collective instance `inst` on replica-local communicator `comm` for all its
+  /// images: one variable over every image's links, bytes counted for every image.
+  void start_collective_orbit(std::uint32_t inst);
+  /// Records the link lists of a transfer's images (image d in replica d): links used by two
+  /// replicas become shared; link i of image d maps to link i of image d + 1 under the replica
+  /// shift (the link map p of symmetry.h) on the others. Marks the run not symmetric if p stops
+  /// being a rate-preserving function.
+  /// Returns the links of the transfer's solver variable (the quotient by p).
+  std::vector<topo::LinkId> map_images(std::span<const std::span<const topo::LinkId>> images);
+  /// A cross-replica collective's links in the quotient by p (cached; cross_links_ notes).
+  const std::vector<topo::LinkId>& cross_quotient(const ir::Op& op, const Instance& in,
+                                                  std::span<const topo::LinkId> links,
+                                                  double bytes);
+  /// End of run: p is a bijection on the links replica-local transfers own; shared links, and
+  /// links that cross-replica collectives load asymmetrically, were never bottlenecks.
+  void check_symmetry();
+  /// Copies replica 0's figures to the other replicas (end of run).
+  void expand_replicas();
+  void broken(const std::string& why) {
+    if (res_.symmetry_broken.empty()) res_.symmetry_broken = why;
+    engine_.stop();  // the figures will not be used
+  }
   // CPU topologies (host_cpu.cpp): compute ops share their rank's core, transfers use MPI's
   // shared-memory transport (sim/network/mpi_shm.h) whose copies share the cores too.
   void init_host_cpu();
@@ -256,11 +283,47 @@ class Executor {
     /// NCCL's channels to this peer on this communicator: operations of one NCCL group to the
     /// same peer share them (NetworkModel::add_shared_cap); kNoShared without a bound.
     std::uint32_t shared = NetworkModel::kNoShared;
+    /// With replica symmetry: the routes of every image, concatenated (`route` spans it).
+    std::vector<topo::LinkId> orbit;
   };
   const P2pPath& p2p_path(ir::Rank src, ir::Rank dst, ir::CommId comm, std::uint64_t bytes);
   std::vector<std::vector<P2pPath>> p2p_paths_;  ///< by source rank
-  std::unique_ptr<CoreSharing> cores_;           ///< CPU topologies only
-  std::unique_ptr<MpiShmModel> shm_;             ///< CPU topologies only
+  const ReplicaSymmetry* sym_ = nullptr;
+  std::size_t active_ranks_ = 0;  ///< ranks simulated: all, or replica 0's with sym_
+  /// With sym_: the replica shift's link map p (-1: not yet seen) and its inverse.
+  std::vector<std::int32_t> link_image_;
+  std::vector<std::int32_t> link_preimage_;
+  /// With sym_: the replica whose transfers use a link, kUnseen or kShared (several replicas).
+  static constexpr std::int32_t kUnseen = -1;
+  static constexpr std::int32_t kShared = -2;
+  std::vector<std::int32_t> link_owner_;
+  /// With sym_: a collective's transfer over all images (replica-local communicators), or its
+  /// link list (cross-replica ones, for check_cross_replica), by (comm, kind, bytes, root).
+  struct Orbit {
+    CollectiveChoice choice;
+    std::vector<topo::LinkId> links;
+    double bytes = 0.0;
+    SimTime latency;
+    bool empty = true;
+    std::vector<std::pair<std::int32_t, double>> sent;  ///< (rank, bytes) for every image;
+                                                        ///< rank < 0: ~rank, inter-node
+  };
+  std::map<std::tuple<ir::CommId, int, std::uint64_t, std::int32_t>, Orbit> orbits_;
+  /// With sym_: a cross-replica collective's links in the quotient by p, by (comm, kind, bytes,
+  /// root): unseen and shared links as they are; of each p-orbit of replica-local links, replica
+  /// 0's with the largest count of the orbit (the binding one of the orbit's constraints).
+  struct Cross {
+    std::vector<topo::LinkId> links;
+    std::vector<std::pair<topo::LinkId, std::int32_t>> quotient;  ///< replica 0's, count
+    std::vector<std::pair<topo::LinkId, std::int32_t>> actual;    ///< replica-local, count
+  };
+  std::map<std::tuple<ir::CommId, int, std::uint64_t, std::int32_t>, Cross> cross_;
+  std::vector<topo::LinkId> cross_unseen_;    ///< links cross collectives used before replicas did
+  std::vector<topo::LinkId> asymmetric_;      ///< p-orbit representatives loaded unevenly
+  std::vector<double> cross_quotient_bytes_;  ///< by link: bytes the quotient lists put there
+  std::vector<double> cross_actual_bytes_;    ///< by link: bytes the actual lists put there
+  std::unique_ptr<CoreSharing> cores_;        ///< CPU topologies only
+  std::unique_ptr<MpiShmModel> shm_;          ///< CPU topologies only
   std::vector<int> scratch_cores_;
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
   bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it

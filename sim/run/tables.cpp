@@ -21,10 +21,10 @@ Error Executor::op_error(std::size_t g, const std::string& what) const {
 }
 
 Status Executor::build_units() {
-  const std::size_t ranks = program_.ranks.size();
-  res_.rank_offset.assign(ranks + 1, 0);
-  for (std::size_t r = 0; r < ranks; ++r)
+  res_.rank_offset.assign(program_.ranks.size() + 1, 0);
+  for (std::size_t r = 0; r < program_.ranks.size(); ++r)
     res_.rank_offset[r + 1] = res_.rank_offset[r] + program_.ranks[r].ops.size();
+  const std::size_t ranks = active_ranks_;  // replica symmetry: replica 0's ops come first
   total_ops_ = res_.rank_offset[ranks];
   rt_.resize(total_ops_);
   units_.reserve(total_ops_ + 1);
@@ -158,7 +158,7 @@ Status Executor::build_p2p() {
   // Schedules talk to a few peers in runs: remember the last channel looked up.
   std::uint64_t last_key = ~std::uint64_t{0};
   std::uint32_t last_channel = 0;
-  for (std::size_t r = 0; r < program_.ranks.size(); ++r) {
+  for (std::size_t r = 0; r < active_ranks_; ++r) {  // replica symmetry: replica 0's only
     const auto& ops = program_.ranks[r].ops;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const ir::Op& op = ops[i];
@@ -241,7 +241,9 @@ Status Executor::build_collectives() {
       const bool rooted = op.collective == ir::CollectiveKind::broadcast ||
                           op.collective == ir::CollectiveKind::reduce;
       inst.root_member = rooted ? find(c, op.peer) : -1;
-      inst.members = static_cast<std::int32_t>(program_.communicators[c].members.size());
+      inst.members = 0;  // the members simulated (replica symmetry: replica 0's)
+      for (const ir::Rank m : program_.communicators[c].members)
+        inst.members += idx(m) < active_ranks_ ? 1 : 0;
       if (rooted && inst.root_member < 0) return op_error(g, "root is not a member");
       inst_ops_.resize(inst_ops_.size() + program_.communicators[c].members.size(), -1);
       by_ordinal[c].push_back(static_cast<std::int32_t>(instances_.size()));
@@ -256,7 +258,7 @@ Status Executor::build_collectives() {
     for (std::size_t k = 0; k < by_ordinal[c].size(); ++k) {
       const Instance& inst = instances_[idx(by_ordinal[c][k])];
       for (std::size_t m = 0; m < members.size(); ++m) {
-        if (inst_ops_[inst.ops_offset + m] < 0)
+        if (inst_ops_[inst.ops_offset + m] < 0 && idx(members[m]) < active_ranks_)
           return make_error("collective #" + std::to_string(k) + " on communicator '" +
                             program_.communicators[c].name + "': rank " +
                             std::to_string(members[m]) + " never issues it");
@@ -281,7 +283,7 @@ void Executor::build_comm_order() {
   if (shm_ || !options_.comm_order) return;
   std::vector<std::pair<std::int32_t, std::int32_t>> edges;  // (unit, its successor)
   std::vector<std::int32_t> last(program_.communicators.size(), kNoUnit);
-  for (std::size_t r = 0; r < program_.ranks.size(); ++r) {
+  for (std::size_t r = 0; r < active_ranks_; ++r) {
     std::fill(last.begin(), last.end(), kNoUnit);
     const ir::RankProgram& rp = program_.ranks[r];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
@@ -315,12 +317,13 @@ Status Executor::prepare() {
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());
   const std::size_t ranks = program_.ranks.size();
-  std::vector<std::array<std::uint64_t, kMemoryKinds>> persistent(ranks);
-  std::vector<std::uint64_t> nccl(ranks, 0);
+  const std::size_t active = active_ranks_;  // the others copy replica 0 (expand_replicas)
+  std::vector<std::array<std::uint64_t, kMemoryKinds>> persistent(active);
+  std::vector<std::uint64_t> nccl(active, 0);
   res_.memory_capacity_bytes.assign(ranks, 0);
   std::vector<std::uint8_t> uses_comm(program_.communicators.size());
   std::vector<std::uint8_t> is_peer(ranks);
-  for (std::size_t r = 0; r < ranks; ++r) {
+  for (std::size_t r = 0; r < active; ++r) {
     const ir::RankProgram& rp = program_.ranks[r];
     for (const ir::Buffer& b : rp.buffers) {
       if (b.persistent) persistent[r][idx(memory_kind(b.role))] += b.size.count();
@@ -351,7 +354,14 @@ Status Executor::prepare() {
   res_.rank_times.assign(ranks, RankTimes{});
   res_.intra_node_bytes_sent.assign(ranks, 0.0);
   res_.inter_node_bytes_sent.assign(ranks, 0.0);
-  clock_.assign(ranks, RankClock{});
+  clock_.assign(active, RankClock{});
+  if (sym_) {
+    link_image_.assign(topology_.links().size(), -1);
+    link_preimage_.assign(topology_.links().size(), -1);
+    link_owner_.assign(topology_.links().size(), kUnseen);
+    cross_quotient_bytes_.assign(topology_.links().size(), 0.0);
+    cross_actual_bytes_.assign(topology_.links().size(), 0.0);
+  }
   return Status::success();
 }
 

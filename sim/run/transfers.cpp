@@ -41,6 +41,16 @@ void Executor::start_p2p(std::size_t send_g) {
   } else {
     res_.inter_node_bytes_sent[idx(src)] += bytes;
   }
+  // Replica symmetry: the images of this transfer in the other replicas send as much.
+  for (std::int32_t d = 1; sym_ && d < sym_->replicas; ++d) {
+    const auto s = static_cast<std::size_t>(src + d * sym_->replica_ranks);
+    const auto t = static_cast<std::size_t>(dst + d * sym_->replica_ranks);
+    if (topology_.node_of(placement[s]) == topology_.node_of(placement[t])) {
+      res_.intra_node_bytes_sent[s] += bytes;
+    } else {
+      res_.inter_node_bytes_sent[s] += bytes;
+    }
+  }
   if (shm_) {
     start_p2p_shm(send_g);
     return;
@@ -60,7 +70,8 @@ void Executor::start_p2p(std::size_t send_g) {
       shift_load(dst, load, +1);
     }
   }
-  network_.start(path.route, bytes, path.latency, send_g, c.bound, path.shared);
+  network_.start(path.orbit.empty() ? path.route : std::span<const topo::LinkId>(path.orbit), bytes,
+                 path.latency, send_g, c.bound, path.shared);
 }
 
 const Executor::P2pPath& Executor::p2p_path(ir::Rank src, ir::Rank dst, ir::CommId comm,
@@ -84,14 +95,41 @@ const Executor::P2pPath& Executor::p2p_path(ir::Rank src, ir::Rank dst, ir::Comm
   // tables.cpp build_comm_order). Sizes that differ get different channel counts and caps.
   if (std::isfinite(p.choice.bound) && p.choice.bound > 0.0)
     p.shared = network_.add_shared_cap(p.choice.bound);
-  paths.push_back(p);
+  if (sym_) {
+    // Replica symmetry: one variable over the routes of every image (sim/symmetry/symmetry.h),
+    // whose NCCL choices must equal this one's.
+    std::vector<std::span<const topo::LinkId>> images{p.route};
+    ir::CommId c = comm;
+    for (std::int32_t d = 1; d < sym_->replicas; ++d) {
+      c = sym_->comm_image[idx(c)];
+      const ir::Rank s = src + d * sym_->replica_ranks;
+      const ir::Rank t = dst + d * sym_->replica_ranks;
+      const auto route = topology_.route(placement[idx(s)], placement[idx(t)]);
+      const CollectivePlanner::P2pChoice choice = planner_.p2p(c, s, t, bytes);
+      const SimTime latency =
+          choice.measured ? SimTime() : network_.path_latency(route) + choice.extra_latency;
+      if (choice.channels != p.choice.channels || choice.bound != p.choice.bound ||
+          choice.measured != p.choice.measured || latency != p.latency)
+        broken("a transfer's images differ in NCCL's choices or latency");
+      images.push_back(route);
+    }
+    p.orbit = map_images(images);
+    if (p.orbit.empty()) p.orbit.assign(p.route.begin(), p.route.end());  // run is broken
+  }
+  paths.push_back(std::move(p));
   return paths.back();
 }
 
 void Executor::start_collective(std::uint32_t inst) {
   Instance& in = instances_[inst];
-  const std::size_t first = idx(inst_ops_[in.ops_offset]);
-  const ir::Op& op = op_at(first);
+  if (sym_ && !sym_->cross_replica(in.comm)) {
+    start_collective_orbit(inst);
+    return;
+  }
+  std::size_t m0 = 0;
+  while (inst_ops_[in.ops_offset + m0] < 0)  // replica symmetry: member 0 may not run
+    ++m0;
+  const ir::Op& op = op_at(idx(inst_ops_[in.ops_offset + m0]));
   const CollectiveChoice choice =
       planner_.transfers(op, in.comm, in.root_member, scratch_transfers_);
   if (choice.algo == AllReduceAlgo::tree) ++res_.tree_all_reduces;
@@ -102,8 +140,9 @@ void Executor::start_collective(std::uint32_t inst) {
   if (contention_model_) {
     in.load = collective_load(choice, op.collective);
     if (in.load.sms > 0 || in.load.hbm > 0.0) {
-      for (const ir::Rank m : members)
-        shift_load(m, in.load, +1);
+      for (const ir::Rank m : members) {
+        if (idx(m) < active_ranks_) shift_load(m, in.load, +1);
+      }
     }
   }
   // All rings (tree channels) of the collective form ONE solver variable (collectives.h): links
@@ -127,8 +166,12 @@ void Executor::start_collective(std::uint32_t inst) {
   }
   if (!scratch_transfers_.empty()) {
     in.outstanding = 1;
-    network_.start(scratch_links_, scratch_transfers_.front().bytes, latency,
-                   kCollectiveToken | inst, choice.bound);
+    const double bytes = scratch_transfers_.front().bytes;
+    // Replica symmetry: a cross-replica collective, on the quotient of the links by p.
+    network_.start(
+        sym_ ? std::span<const topo::LinkId>(cross_quotient(op, in, scratch_links_, bytes))
+             : std::span<const topo::LinkId>(scratch_links_),
+        bytes, latency, kCollectiveToken | inst, choice.bound);
   }
   if (scratch_transfers_.empty())
     engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});
@@ -139,11 +182,14 @@ void Executor::complete_collective(std::uint32_t inst) {
   const auto& members = program_.communicators[idx(in.comm)].members;
   const std::size_t n = members.size();
   if (contention_model_ && (in.load.sms > 0 || in.load.hbm > 0.0)) {
-    for (const ir::Rank m : members)
-      shift_load(m, in.load, -1);
+    for (const ir::Rank m : members) {
+      if (idx(m) < active_ranks_) shift_load(m, in.load, -1);
+    }
   }
-  for (std::size_t m = 0; m < n; ++m)
-    complete_op(idx(inst_ops_[in.ops_offset + m]));
+  for (std::size_t m = 0; m < n; ++m) {
+    const std::int32_t g = inst_ops_[in.ops_offset + m];
+    if (g >= 0) complete_op(idx(g));  // replica symmetry: only replica 0's members run
+  }
 }
 
 }  // namespace tawpipe::sim::detail

@@ -68,9 +68,14 @@ ConstraintId MaxMinSystem::add_constraint(double capacity) {
   k.capacity = capacity;
   k.entries.clear();
   k.live = true;
+  k.bottleneck = false;
   // `dirty` is kept: a reused slot may still sit in dirty_constraints_, and the flag prevents
   // listing it twice. A constraint without variables needs no solving, so it is not marked.
   return ConstraintId{index};
+}
+
+bool MaxMinSystem::was_bottleneck(ConstraintId c) const {
+  return constraints_[c.index].bottleneck;
 }
 
 void MaxMinSystem::set_capacity(ConstraintId c, double capacity) {
@@ -371,6 +376,7 @@ void MaxMinSystem::fill() {
       continue;
     }
     if (key.level > level * (1.0 + kRelativeEpsilon)) level = key.level;
+    k.bottleneck = true;
     for (const CnstEntry& e : k.entries) {
       Variable& x = variables_[e.variable];
       if (!x.fixed) fix_variable(e.variable, x.weight * level);

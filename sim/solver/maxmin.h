@@ -152,6 +152,12 @@ class MaxMinSystem {
   /// Number of elements on the constraint (its variables, counting repeated pairs).
   std::size_t degree(ConstraintId c) const;
 
+  /// True if some solve since the constraint was added fixed a variable's rate at it (it was
+  /// saturated and the variable's share was the largest on it). A constraint that never was a
+  /// bottleneck can be dropped from every solve so far without changing any rate
+  /// (sim/symmetry/symmetry.h relies on this).
+  bool was_bottleneck(ConstraintId c) const;
+
   // --- Variables -----------------------------------------------------------------------------
 
   /// Adds a variable of `weight` (finite, > 0) and `bound` (>= 0, `kNoBound` for none), with no
@@ -226,6 +232,7 @@ class MaxMinSystem {
     std::uint32_t visit = 0;     ///< BFS epoch stamp
     bool live = false;
     bool dirty = false;
+    bool bottleneck = false;  ///< fixed a variable's rate in some solve (see was_bottleneck)
   };
   struct Variable {
     double weight = 1.0;
