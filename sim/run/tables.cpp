@@ -30,8 +30,12 @@ Status Executor::build_units() {
   units_.reserve(total_ops_ + 1);
   std::vector<std::int32_t> last_unit(program_.streams.size());
   std::vector<std::int32_t> last_group(program_.streams.size());  // group of last_unit
+  // memory_bound_share depends on the rank, the cost and whether the op is a backward pass
+  // only: computed once per rank for each (cost, backward), not per op (-1: not yet).
+  std::vector<std::int16_t> share_memo(2 * program_.costs.size());
   for (std::size_t r = 0; r < ranks; ++r) {
     std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
+    std::fill(share_memo.begin(), share_memo.end(), std::int16_t{-1});
     const ir::RankProgram& rp = program_.ranks[r];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const std::size_t g = res_.rank_offset[r] + i;
@@ -43,7 +47,13 @@ Status Executor::build_units() {
         case ir::OpKind::compute:
           if (op.cost != ir::kNone) rt.bytes = program_.costs[idx(op.cost)].workspace_bytes;
           rt.duration = compute_.op_time(rt.rank, op);
-          if (contention_model_ && op.cost != ir::kNone) rt.mem_share = memory_bound_share(op, rt);
+          if (contention_model_ && op.cost != ir::kNone) {
+            const bool backward = op.compute == ir::ComputeKind::backward ||
+                                  op.compute == ir::ComputeKind::backward_input;
+            std::int16_t& share = share_memo[2 * idx(op.cost) + (backward ? 1 : 0)];
+            if (share < 0) share = memory_bound_share(op, rt);
+            rt.mem_share = static_cast<std::uint8_t>(share);
+          }
           break;
         case ir::OpKind::copy:
           rt.bytes = op.bytes;
