@@ -13,9 +13,13 @@
 //                 bytes < channels x 512 threads x 64 B (Simple) / 8 B x ranks (ring LL).
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "common/topology/loader.h"
 #include "sim/collectives_table.h"
 #include "sim/network/nccl_tuning.h"
+#include "sim/simulator.h"
 #include "tests/unit/simulator/fixtures.h"
 
 namespace tawpipe::sim {
@@ -175,6 +179,59 @@ TEST(Nccl, SendRecvOnTheWorldCommunicatorOfThePaperClusterUsesOneSocket) {
   const CollectiveRow r = row_of(testing::shipped("3x8-a100"), "sendrecv", 1ull << 30);
   EXPECT_EQ(r.channels, 1);
   EXPECT_NEAR(r.algbw_gb_per_s, 2.5, 0.01);
+}
+
+// The same cluster, a TWO-RANK communicator of GPU 0 (node 0) and GPU 8 (node 1): what
+// PyTorch creates for a single dist.isend / dist.irecv (ProcessGroupNCCL::pointToPoint, "For
+// single P2P, preserve the old two-rank behavior"), the TawPipe code's P2P. Collective channels 2
+// (one ring per NIC, doubled) -> p2pnChannels 2; network pair: 2 x 2 > 4 x 2? no -> 2 per peer;
+// 1 GiB starts from 2 halved while 2 x 2 ranks > 2 -> 1 and doubles (parts > 128 KiB) to 2. So
+// 2 sockets, 2 x 2.5 = 5 GB/s (below the NIC's 0.54 x 12.5 = 6.75 GB/s). Time = route latency +
+// one NET Simple step (14 us) + 1 GiB / 5 GB/s; the route's latency is well under 1 ms.
+// The two halves of an exchange posted one after the other on that pair (no NCCL group) run
+// in turn: twice the time; on the 24-rank world communicator a lone send takes one socket.
+ir::Program cross_node_pair(const topo::Topology& t, bool exchange, std::int32_t comm_ranks) {
+  ir::Header h = testing::header_for(t, comm_ranks);
+  if (comm_ranks == 2) {
+    h.placement[1] = 8;  // rank 1 on node 1
+  } else {
+    std::swap(h.placement[1], h.placement[8]);
+  }
+  ir::ProgramBuilder b(h, comm_ranks);
+  std::vector<ir::Rank> members;
+  for (ir::Rank r = 0; r < comm_ranks; ++r)
+    members.push_back(r);
+  const ir::CommId comm = b.communicator("pair", members);
+  const Bytes gib = Bytes::gib(1);
+  for (ir::Rank r = 0; r < 2; ++r) {
+    const ir::BufferId s = b.buffer(r, "s", gib, ir::BufferRole::workspace, true);
+    const ir::BufferId d = b.buffer(r, "d", gib, ir::BufferRole::workspace, true);
+    if (r == 0) {
+      b.send(r, 0, 1, comm, gib, s);
+      if (exchange) b.recv(r, 0, 1, comm, gib, d);
+    } else {
+      b.recv(r, 0, 0, comm, gib, d);
+      if (exchange) b.send(r, 0, 0, comm, gib, s);
+    }
+  }
+  return std::move(b).finish();
+}
+
+TEST(Nccl, SendRecvOnATwoRankPairCommunicatorAcrossNodesUsesTwoSockets) {
+  const topo::Topology t = testing::shipped("3x8-a100");
+  const double one = (1ull << 30) / 5e9;
+  auto r = simulate(cross_node_pair(t, false, 2), t, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_GT(r->iteration_time.seconds(), one + 14e-6);
+  EXPECT_LT(r->iteration_time.seconds(), one + 1e-3);
+  auto x = simulate(cross_node_pair(t, true, 2), t, SimOptions{});
+  ASSERT_TRUE(x.ok()) << x.error().to_string();
+  EXPECT_GT(x->iteration_time.seconds(), 2 * one + 28e-6);
+  EXPECT_LT(x->iteration_time.seconds(), 2 * one + 2e-3);
+  auto w = simulate(cross_node_pair(t, false, 24), t, SimOptions{});
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  EXPECT_GT(w->iteration_time.seconds(), 2 * one + 14e-6);  // one socket: 1 GiB / 2.5 GB/s
+  EXPECT_LT(w->iteration_time.seconds(), 2 * one + 1e-3);
 }
 
 // Tree on 2 nodes x 2 GPUs (4 ranks), 1 GiB. Channels: 2 per NIC. Tree 0 is node 0 <- node 1,
