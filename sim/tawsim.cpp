@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #endif
 
 #include "common/strings.h"
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   // are short-lived, and each new thread's arena would fault its pages in afresh; with one
   // arena they reuse the main heap (24-GPU runs: about 4,000 instead of 6,400 page faults).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());  // never: see the top pad below
   mallopt(M_TOP_PAD, 64 << 20);
   mallopt(M_ARENA_MAX, 1);
   // Grow the heap by its top pad now and ask for transparent huge pages on it (what glibc's
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   // range is empty and nothing happens.
   {
     const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
+    // One GiB of address space up front (no memory until touched), so that sweeps and plans,
+    // whose heap outgrows 64 MiB, stay on huge pages: a later brk extension of the heap would
+    // not carry the advice.
+    mallopt(M_TOP_PAD, 1 << 30);
     void* volatile grow = std::malloc(std::size_t{1} << 20);  // volatile: not elided
     std::free(grow);
     const auto after = reinterpret_cast<std::uintptr_t>(sbrk(0));
@@ -47,6 +52,7 @@ int main(int argc, char** argv) {
     const std::uintptr_t lo = (before + kHuge - 1) & ~(kHuge - 1);
     if (after > lo + kHuge)
       madvise(reinterpret_cast<void*>(lo), (after - lo) & ~(kHuge - 1), MADV_HUGEPAGE);
+    mallopt(M_TOP_PAD, 64 << 20);
   }
 #endif
   try {
