@@ -245,37 +245,66 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   std::vector<std::optional<std::string>> rendered(points.size());
   std::mutex mutex;
   std::condition_variable ready;
-  std::atomic<std::size_t> next_point{0};
+  std::atomic<std::size_t> next_task{0};
+  // Work is handed out per (point, method), not per point: methods differ several-fold in cost,
+  // and with whole points the last one keeps one worker busy while the others idle. The worker
+  // that finishes a point's last method renders the point.
+  const std::size_t methods = variants.size();
+  std::vector<std::vector<std::optional<Expected<std::vector<MethodResult>>>>> done(points.size());
+  for (auto& d : done)
+    d.resize(methods);
+  std::vector<std::size_t> left(points.size(), methods);
   auto render = [&](std::size_t i) {
-    auto results = run_methods(workloads[i], variants, options, {}, fold);
+    std::vector<MethodResult> results;
+    std::optional<Error> error;
+    for (auto& r : done[i]) {
+      if (!r->ok()) {
+        if (!error) error = r->error();
+        continue;
+      }
+      for (auto& m : **r)
+        results.push_back(std::move(m));
+    }
+    done[i].clear();
     std::ostringstream os;
-    if (!results.ok()) {
-      os << "point " << i << ": " << results.error().to_string() << "\n";
+    if (error) {
+      os << "point " << i << ": " << error->to_string() << "\n";
     } else if (format == Format::csv) {
-      write_csv_rows(os, points[i], *results);
+      write_csv_rows(os, points[i], results);
     } else if (format == Format::json) {
       os << (i > 0             ? ",\n"
              : shard.count > 0 ? ""
                                : "[\n")
-         << point_json(workload_title(workloads[i]), points[i], *results);
+         << point_json(workload_title(workloads[i]), points[i], results);
     } else {
       std::string title = workload_title(workloads[i]);
       for (const auto& [k, v] : points[i])
         title += " | " + k + "=" + v;
-      write_table(os, title, *results);
+      write_table(os, title, results);
       os << "\n";
     }
     return os.str();
   };
   auto worker = [&] {
-    for (std::size_t i = next_point++; i < points.size(); i = next_point++) {
-      std::string text = render(i);
-      std::lock_guard lock(mutex);
+    const std::size_t tasks = points.size() * methods;
+    for (std::size_t t = next_task++; t < tasks; t = next_task++) {
+      const std::size_t i = t / methods;
+      auto result = run_methods(workloads[i], {variants[t % methods]}, options, {}, fold);
+      std::unique_lock lock(mutex);
+      done[i][t % methods] = std::move(result);
+      if (--left[i] > 0) continue;
+      lock.unlock();
+      std::string text = render(i);  // every method of the point is in: no one else touches it
+      lock.lock();
       rendered[i] = std::move(text);
       ready.notify_all();
     }
   };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(points.size())));
+  if (methods == 0) {  // nothing to simulate: every point renders empty
+    for (std::size_t i = 0; i < points.size(); ++i)
+      rendered[i] = render(i);
+  }
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(points.size() * methods)));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back(worker);
