@@ -79,6 +79,11 @@ class NetworkModel {
   bool link_was_bottleneck(topo::LinkId link) const {
     return solver_.was_bottleneck(constraint_[static_cast<std::size_t>(link)]);
   }
+  /// True if the link bound the rates of two or more transfers at once in some solve
+  /// (MaxMinSystem::bound_shared).
+  bool link_bound_shared(topo::LinkId link) const {
+    return solver_.bound_shared(constraint_[static_cast<std::size_t>(link)]);
+  }
   /// One-way latency of a link (the topology's, or the profile's for its class).
   SimTime link_latency(topo::LinkId link) const {
     return link_latency_[static_cast<std::size_t>(link)];

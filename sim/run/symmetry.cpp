@@ -1,7 +1,7 @@
 // The executor under replica symmetry (executor_impl.h; the argument is sim/symmetry/symmetry.h):
-// only replica 0 runs; each of its transfers is one solver variable over the links of all its
-// images; the link map p of the replica shift is built and checked as transfers start; the
-// other replicas' figures are copied at the end.
+// only replica 0 runs; each of its transfers is one solver variable over image 0's links and the
+// links its images share; the candidate symmetry groups of the replicas are built and checked as
+// transfers start; the other replicas' figures are copied at the end.
 #include <algorithm>
 #include <map>
 
@@ -13,6 +13,10 @@ std::vector<topo::LinkId> Executor::map_images(
     std::span<const std::span<const topo::LinkId>> images) {
   // Owners first: a link that images of two replicas use is shared (kShared).
   for (std::size_t d = 0; d < images.size(); ++d) {
+    if (images[d].size() != images[0].size()) {
+      broken("a transfer's images use different numbers of links");
+      return {};
+    }
     for (const topo::LinkId l : images[d]) {
       std::int32_t& owner = link_owner_[idx(l)];
       if (owner == kUnseen) {
@@ -22,40 +26,64 @@ std::vector<topo::LinkId> Executor::map_images(
       }
     }
   }
+  const auto same_rate = [&](topo::LinkId a, topo::LinkId b) {
+    return network_.link_bytes_per_second(a) == network_.link_bytes_per_second(b) &&
+           network_.link_latency(a) == network_.link_latency(b);
+  };
+  // A replica's own links: their counterparts in replica 0 (one each).
   for (std::size_t d = 0; d < images.size(); ++d) {
-    const auto a = images[d];
-    const auto b = images[(d + 1) % images.size()];
-    if (a.size() != b.size()) {
-      broken("a transfer's images use different numbers of links");
-      return {};
-    }
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const bool shared_a = link_owner_[idx(a[i])] == kShared;
-      if (shared_a != (link_owner_[idx(b[i])] == kShared)) {
-        broken("a link shared by replicas maps onto one that is not (link " +
-               topology_.link(a[i]).name + ")");
+    for (std::size_t i = 0; i < images[d].size(); ++i) {
+      const topo::LinkId a = images[d][i];
+      const topo::LinkId r = images[0][i];
+      const bool shared = link_owner_[idx(a)] == kShared;
+      if (shared != (link_owner_[idx(r)] == kShared)) {
+        broken("a link shared by replicas corresponds to one that is not (link " +
+               topology_.link(a).name + ")");
         return {};
       }
-      if (shared_a) continue;  // must never be a bottleneck (check_symmetry)
-      std::int32_t& image = link_image_[idx(a[i])];
-      std::int32_t& preimage = link_preimage_[idx(b[i])];
-      if (image < 0 && preimage < 0) {
-        if (network_.link_bytes_per_second(a[i]) != network_.link_bytes_per_second(b[i]) ||
-            network_.link_latency(a[i]) != network_.link_latency(b[i])) {
-          broken("a link and its image in the next replica differ in rate or latency");
-          return {};
-        }
-        image = b[i];
-        preimage = a[i];
-      } else if (image != b[i] || preimage != a[i]) {
-        broken("replicas use links in different patterns (link " + topology_.link(a[i]).name + ")");
+      if (shared) continue;
+      std::int32_t& rep = owned_rep_[idx(a)];
+      if (rep < 0 && same_rate(a, r)) {
+        rep = r;
+      } else if (rep != r) {
+        broken("replicas use their links in different patterns (link " + topology_.link(a).name +
+               ")");
         return {};
       }
     }
   }
+  // The candidate groups: each generator maps image d's links onto image g(d)'s.
+  const std::int32_t k = sym_->replicas;
+  bool any = false;
+  for (LinkGroup& g : groups_) {
+    for (std::int32_t j = 0; g.alive && j < g.generators(); ++j) {
+      auto& image = g.image[idx(j)];
+      auto& preimage = g.preimage[idx(j)];
+      for (std::int32_t d = 0; g.alive && d < k; ++d) {
+        const auto a = images[idx(d)];
+        const auto b = images[idx(g.apply(j, d, k))];
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          std::int32_t& x = image[idx(a[i])];
+          std::int32_t& y = preimage[idx(b[i])];
+          if (x < 0 && y < 0 && same_rate(a[i], b[i])) {
+            x = b[i];
+            y = a[i];
+          } else if (x != b[i] || y != a[i]) {
+            g.alive = false;
+            break;
+          }
+        }
+      }
+    }
+    any = any || g.alive;
+  }
+  if (!any) {
+    broken("no symmetry of the replicas maps the links they use onto each other");
+    return {};
+  }
   // The solver variable: image 0's links, plus the shared links of the other images. A link
-  // of replica d > 0 is left out: p maps it onto replica 0's link, whose constraint (the same
-  // coefficients, by the checks above) stands for it (quotient by p; symmetry.h).
+  // one replica d > 0 owns is left out: replica 0's counterpart stands for it (the same
+  // coefficients, by the checks above; the quotient of symmetry.h).
   std::vector<topo::LinkId> links(images[0].begin(), images[0].end());
   for (std::size_t d = 1; d < images.size(); ++d) {
     for (const topo::LinkId l : images[d]) {
@@ -136,41 +164,93 @@ void Executor::start_collective_orbit(std::uint32_t inst) {
   }
 }
 
+bool Executor::asymmetric_bound() {
+  for (const topo::LinkId l : asymmetric_) {
+    if (network_.link_bound_shared(l)) {
+      broken(
+          "a link that a collective across replicas loads unevenly bound other transfers "
+          "(link " +
+          topology_.link(l).name + ")");
+      return true;
+    }
+  }
+  return false;
+}
+
 void Executor::check_symmetry() {
   if (!res_.symmetry_broken.empty()) return;
-  const auto bottleneck = [&](std::size_t l, const char* what) {
-    if (!network_.link_was_bottleneck(static_cast<topo::LinkId>(l))) return false;
-    broken(std::string(what) + " was a bottleneck (link " +
-           topology_.link(static_cast<topo::LinkId>(l)).name + ")");
-    return true;
-  };
-  // The link map p must be a bijection on the links that one replica's transfers own.
+  // Every link replica 0 owns has exactly one counterpart in every replica (copies_).
+  const std::int32_t k = sym_->replicas;
+  std::vector<std::int32_t> slot(link_owner_.size(), -1);  // replica-0 link -> copies_ index
+  copies_.clear();
   for (std::size_t l = 0; l < link_owner_.size(); ++l) {
-    if (link_owner_[l] == kShared) {
-      if (bottleneck(l, "a link that several replicas share")) return;
-      continue;
-    }
-    if (link_owner_[l] < 0) continue;
-    const std::int32_t image = link_image_[l];
-    const std::int32_t preimage = link_preimage_[l];
-    if (image < 0 || preimage < 0 ||
-        link_owner_[idx(image)] != (link_owner_[l] + 1) % sym_->replicas ||
-        link_owner_[idx(preimage)] < 0) {
-      broken("a replica's link has no image in the next replica (link " +
+    if (link_owner_[l] != 0) continue;
+    if (owned_rep_[l] != static_cast<std::int32_t>(l)) {
+      broken("a link of replica 0 stands for another (link " +
              topology_.link(static_cast<topo::LinkId>(l)).name + ")");
       return;
     }
+    slot[l] = static_cast<std::int32_t>(copies_.size());
+    copies_.emplace_back(idx(k), -1);
   }
-  // p-orbits that a cross-replica collective loads unevenly: their constraint in the quotient
-  // carried the largest load, so the others were slack; exact only if it never bound.
-  for (const topo::LinkId l : asymmetric_) {
-    if (bottleneck(idx(l), "a link that a collective across replicas loads unevenly")) return;
+  for (std::size_t l = 0; l < link_owner_.size(); ++l) {
+    const std::int32_t owner = link_owner_[l];
+    if (owner < 0) continue;
+    const std::int32_t rep = owned_rep_[l];
+    std::int32_t* copy =
+        rep >= 0 && slot[idx(rep)] >= 0 ? &copies_[idx(slot[idx(rep)])][idx(owner)] : nullptr;
+    if (copy == nullptr || *copy >= 0) {
+      broken("a replica's link has no single counterpart in replica 0 (link " +
+             topology_.link(static_cast<topo::LinkId>(l)).name + ")");
+      return;
+    }
+    *copy = static_cast<std::int32_t>(l);
   }
+  for (const auto& c : copies_) {
+    if (std::find(c.begin(), c.end(), -1) != c.end()) {
+      broken("a link of replica 0 has no counterpart in some replica");
+      return;
+    }
+  }
+  // Links that a cross-replica collective loads unevenly: in the quotient their constraint
+  // carried the largest load of the set, which binds first. Exact as long as it never bound
+  // two transfers at once: bound alone, the collective gets what the most loaded copy leaves
+  // it, as in the full simulation; no replica-local transfer was on any copy then.
+  if (asymmetric_bound()) return;
   for (const topo::LinkId l : cross_unseen_) {
     if (link_owner_[idx(l)] >= 0) {
       broken("a collective across replicas used a link before replica-local transfers did (link " +
              topology_.link(l).name + ")");
       return;
+    }
+  }
+  // Shared links: where a cross-replica collective does not load them as the symmetry maps
+  // them, the same rule as above.
+  const LinkGroup* group = nullptr;
+  for (const LinkGroup& g : groups_) {
+    if (g.alive && group == nullptr) group = &g;
+  }
+  if (group == nullptr) {
+    broken("no symmetry of the replicas maps the links they use onto each other");
+    return;
+  }
+  std::map<topo::LinkId, std::int32_t> count;
+  for (const auto& entry : cross_) {
+    count.clear();
+    for (const topo::LinkId l : entry.second.links) {
+      if (link_owner_[idx(l)] == kShared) ++count[l];
+    }
+    for (const auto& [l, n] : count) {
+      for (std::int32_t j = 0; j < group->generators(); ++j) {
+        const auto it = count.find(group->image[idx(j)][idx(l)]);
+        if ((it == count.end() || it->second != n) && network_.link_bound_shared(l)) {
+          broken(
+              "a shared link that a collective across replicas loads unevenly bound other "
+              "transfers (link " +
+              topology_.link(l).name + ")");
+          return;
+        }
+      }
     }
   }
 }
@@ -186,7 +266,12 @@ const std::vector<topo::LinkId>& Executor::cross_quotient(const ir::Op& op, cons
     std::map<topo::LinkId, std::int32_t> count;
     for (const topo::LinkId l : links)
       ++count[l];
-    std::map<topo::LinkId, bool> done;  // p-orbit representatives handled
+    struct Load {
+      std::int32_t most = 0;
+      std::int32_t least = 0;
+      std::int32_t seen = 0;  ///< counterparts the collective loads
+    };
+    std::map<topo::LinkId, Load> by_rep;  // replica 0's link -> its counterparts' loads
     for (const auto& [l, n] : count) {
       if (link_owner_[idx(l)] < 0) {  // unseen or shared: as it is
         if (link_owner_[idx(l)] == kUnseen) cross_unseen_.push_back(l);
@@ -194,35 +279,21 @@ const std::vector<topo::LinkId>& Executor::cross_quotient(const ir::Op& op, cons
         continue;
       }
       x.actual.emplace_back(l, n);
-      // The p-orbit of l: its representative (replica 0's) and the largest count on it.
-      topo::LinkId rep = -1;
-      std::int32_t most = 0, least = n;
-      std::size_t y = idx(l);
-      for (std::int32_t d = 0; d < sym_->replicas; ++d) {
-        if (link_image_[y] < 0) {
-          broken("a collective across replicas uses a link with no image (link " +
-                 topology_.link(static_cast<topo::LinkId>(y)).name + ")");
-          return x.links;
-        }
-        if (link_owner_[y] == 0) rep = static_cast<topo::LinkId>(y);
-        const auto c = count.find(static_cast<topo::LinkId>(y));
-        const std::int32_t m = c == count.end() ? 0 : c->second;
-        most = std::max(most, m);
-        least = std::min(least, m);
-        y = idx(link_image_[y]);
-      }
-      if (rep < 0 || y != idx(l) || least == 0) {
-        // Not a p-orbit of length k with a replica-0 link, or a member the collective does not
-        // load at all (its busy time would differ from replica 0's).
-        broken("a collective across replicas loads a link but not its image (link " +
-               topology_.link(l).name + ")");
+      auto [r, first] = by_rep.try_emplace(owned_rep_[idx(l)], Load{n, n, 0});
+      r->second.most = std::max(r->second.most, n);
+      r->second.least = std::min(r->second.least, n);
+      ++r->second.seen;
+    }
+    // Of each set of counterparts, replica 0's with the largest count. A set the collective
+    // loads only in part would have differing busy times: not symmetric.
+    for (const auto& [rep, load] : by_rep) {
+      if (rep < 0 || load.seen != sym_->replicas) {
+        broken("a collective across replicas loads a link but not its counterparts");
         return x.links;
       }
-      if (done.try_emplace(rep, true).second) {
-        x.links.insert(x.links.end(), idx(most), rep);
-        x.quotient.emplace_back(rep, most);
-        if (least != most) asymmetric_.push_back(rep);
-      }
+      x.links.insert(x.links.end(), idx(load.most), rep);
+      x.quotient.emplace_back(rep, load.most);
+      if (load.least != load.most) asymmetric_.push_back(rep);
     }
   }
   if (bytes > 0.0 && !links.empty()) {
@@ -254,18 +325,16 @@ void Executor::expand_replicas() {
     res_.memory_capacity_bytes[r] = res_.memory_capacity_bytes[rep];
     if (options_.record_memory) res_.memory_samples[r] = res_.memory_samples[rep];
   }
-  // Links of the other replicas: the network only loaded replica 0's (the quotient by p). A
-  // link carries what its replica-0 preimage carries from replica-local transfers, plus what
+  // Links of the other replicas: the network loaded replica 0's only (the quotient). A link
+  // carries what its counterpart in replica 0 carries from replica-local transfers, plus what
   // cross-replica collectives actually put on it.
-  for (std::size_t l = 0; l < link_owner_.size(); ++l) {
-    if (link_owner_[l] != 0) continue;
+  for (const auto& c : copies_) {
+    const std::size_t l = idx(c[0]);
     const double local = res_.link_bytes[l] - cross_quotient_bytes_[l];
     const SimTime busy = res_.link_busy[l];
-    std::size_t y = l;
-    for (std::int32_t d = 0; d < sym_->replicas; ++d) {
-      res_.link_bytes[y] = local + cross_actual_bytes_[y];
-      res_.link_busy[y] = busy;
-      y = idx(link_image_[y]);
+    for (const std::int32_t y : c) {
+      res_.link_bytes[idx(y)] = local + cross_actual_bytes_[idx(y)];
+      res_.link_busy[idx(y)] = busy;
     }
   }
 }

@@ -366,9 +366,19 @@ Status Executor::prepare() {
   res_.inter_node_bytes_sent.assign(ranks, 0.0);
   clock_.assign(active, RankClock{});
   if (sym_) {
-    link_image_.assign(topology_.links().size(), -1);
-    link_preimage_.assign(topology_.links().size(), -1);
-    link_owner_.assign(topology_.links().size(), kUnseen);
+    const std::size_t links = topology_.links().size();
+    link_owner_.assign(links, kUnseen);
+    owned_rep_.assign(links, -1);
+    const std::int32_t k = sym_->replicas;
+    for (std::int32_t block = 2; block <= k; ++block) {
+      if (k % block != 0) continue;
+      LinkGroup& g = groups_.emplace_back();
+      g.block = block;
+      for (std::int32_t j = 0; j < (block < k ? 2 : 1); ++j) {
+        g.image[idx(j)].assign(links, -1);
+        g.preimage[idx(j)].assign(links, -1);
+      }
+    }
     cross_quotient_bytes_.assign(topology_.links().size(), 0.0);
     cross_actual_bytes_.assign(topology_.links().size(), 0.0);
   }

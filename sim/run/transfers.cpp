@@ -9,6 +9,7 @@
 namespace tawpipe::sim::detail {
 
 void Executor::on_transfer_done(std::uint64_t token) {
+  if (sym_ && !asymmetric_.empty() && asymmetric_bound()) return;  // stopping: run every rank
   if ((token & kCollectiveToken) != 0) {
     const auto inst = static_cast<std::uint32_t>(token & ~kCollectiveToken);
     if (--instances_[inst].outstanding == 0) complete_collective(inst);

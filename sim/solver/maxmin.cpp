@@ -69,6 +69,7 @@ ConstraintId MaxMinSystem::add_constraint(double capacity) {
   k.entries.clear();
   k.live = true;
   k.bottleneck = false;
+  k.bound_shared = false;
   // `dirty` is kept: a reused slot may still sit in dirty_constraints_, and the flag prevents
   // listing it twice. A constraint without variables needs no solving, so it is not marked.
   return ConstraintId{index};
@@ -76,6 +77,10 @@ ConstraintId MaxMinSystem::add_constraint(double capacity) {
 
 bool MaxMinSystem::was_bottleneck(ConstraintId c) const {
   return constraints_[c.index].bottleneck;
+}
+
+bool MaxMinSystem::bound_shared(ConstraintId c) const {
+  return constraints_[c.index].bound_shared;
 }
 
 void MaxMinSystem::set_capacity(ConstraintId c, double capacity) {
@@ -377,6 +382,7 @@ void MaxMinSystem::fill() {
     }
     if (key.level > level * (1.0 + kRelativeEpsilon)) level = key.level;
     k.bottleneck = true;
+    k.bound_shared = k.bound_shared || k.entries.size() > 1;
     for (const CnstEntry& e : k.entries) {
       Variable& x = variables_[e.variable];
       if (!x.fixed) fix_variable(e.variable, x.weight * level);

@@ -158,6 +158,9 @@ class MaxMinSystem {
   /// (sim/symmetry/symmetry.h relies on this).
   bool was_bottleneck(ConstraintId c) const;
 
+  /// True if some solve fixed rates at the constraint while two or more variables used it.
+  bool bound_shared(ConstraintId c) const;
+
   // --- Variables -----------------------------------------------------------------------------
 
   /// Adds a variable of `weight` (finite, > 0) and `bound` (>= 0, `kNoBound` for none), with no
@@ -232,7 +235,8 @@ class MaxMinSystem {
     std::uint32_t visit = 0;     ///< BFS epoch stamp
     bool live = false;
     bool dirty = false;
-    bool bottleneck = false;  ///< fixed a variable's rate in some solve (see was_bottleneck)
+    bool bottleneck = false;    ///< fixed a variable's rate in some solve (see was_bottleneck)
+    bool bound_shared = false;  ///< ... while two or more variables used it (bound_shared)
   };
   struct Variable {
     double weight = 1.0;
