@@ -207,7 +207,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const ir::Op& op = rp.ops[i];
       if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
-      const std::size_t g = res.rank_offset[r] + i;
+      const std::size_t g = res.rank_offset[res.timing_rank(r)] + i;
       const SimTime d = res.op_end[g] - res.op_start[g];
       report::OpClassTotals& t = classes[class_slot(op)];
       ++t.count;
@@ -277,7 +277,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
     for (std::size_t r = 0; r < program.ranks.size(); ++r) {
       if (!keep[r]) continue;
       for (std::size_t i = 0; i < program.ranks[r].ops.size(); ++i) {
-        const std::size_t g = res.rank_offset[r] + i;
+        const std::size_t g = res.rank_offset[res.timing_rank(r)] + i;
         rep.ops.push_back(report::OpRecord{static_cast<ir::Rank>(r), static_cast<ir::OpIndex>(i),
                                            res.op_start[g], res.op_end[g]});
       }

@@ -72,8 +72,12 @@ struct RankTimes {
 /// Everything one run produced; turned into a report by `build_report` (report_builder.h).
 struct ExecutionResult {
   std::vector<std::size_t> rank_offset;  ///< global index of rank r's op 0; size ranks + 1
-  BigVector<SimTime> op_start;           ///< by global op index
+  /// By global op index. With replica symmetry, replica 0's ops only: rank r's op i ran at the
+  /// times of op i of rank `timing_rank(r)`.
+  BigVector<SimTime> op_start;
   BigVector<SimTime> op_end;
+  std::size_t replica_ranks = 0;  ///< with replica symmetry: ranks per replica, else 0
+  std::size_t timing_rank(std::size_t r) const { return replica_ranks > 0 ? r % replica_ranks : r; }
   std::vector<RankTimes> rank_times;
   std::vector<std::uint64_t> peak_memory_bytes;      ///< allocated + reserve + NCCL, by rank
   std::vector<MemoryBreakdown> peak_memory;          ///< at each rank's peak; sums to the above

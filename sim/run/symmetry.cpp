@@ -309,16 +309,9 @@ void Executor::expand_replicas() {
   const std::size_t n = program_.ranks.size();
   const std::size_t R = active_ranks_;
   if (R == n) return;
-  res_.op_start.resize(res_.rank_offset[n]);
-  res_.op_end.resize(res_.rank_offset[n]);
+  res_.replica_ranks = R;  // per-op times: replica 0's stand for every replica's
   for (std::size_t r = R; r < n; ++r) {
     const std::size_t rep = r % R;
-    const std::size_t from = res_.rank_offset[rep];
-    const std::size_t count = res_.rank_offset[rep + 1] - from;
-    std::copy_n(res_.op_start.begin() + static_cast<std::ptrdiff_t>(from), count,
-                res_.op_start.begin() + static_cast<std::ptrdiff_t>(res_.rank_offset[r]));
-    std::copy_n(res_.op_end.begin() + static_cast<std::ptrdiff_t>(from), count,
-                res_.op_end.begin() + static_cast<std::ptrdiff_t>(res_.rank_offset[r]));
     res_.rank_times[r] = res_.rank_times[rep];
     res_.peak_memory_bytes[r] = res_.peak_memory_bytes[rep];
     res_.peak_memory[r] = res_.peak_memory[rep];
