@@ -113,7 +113,11 @@ BufferId ProgramBuilder::buffer(Rank rank, std::string buffer_name, Bytes size, 
       state_[static_cast<std::size_t>(rank)].buffer_names.insert(buffer_name).second;
   assert(inserted && "buffer name not unique on this rank");
 #endif
+  // Sized like the largest rank so far, as the op lists (reserve_like_largest): a Buffer holds a
+  // string, so every regrowth moves all of them.
+  if (r.buffers.empty()) r.buffers.reserve(largest_buffers_.load(std::memory_order_relaxed));
   r.buffers.push_back(Buffer{std::move(buffer_name), size, role, persistent, initial});
+  raise(largest_buffers_, r.buffers.size());
   return static_cast<BufferId>(r.buffers.size() - 1);
 }
 

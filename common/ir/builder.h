@@ -120,6 +120,7 @@ class ProgramBuilder {
   std::atomic<std::size_t> largest_ops_{0};
   std::atomic<std::size_t> largest_deps_{0};
   std::atomic<std::size_t> largest_buffer_refs_{0};
+  std::atomic<std::size_t> largest_buffers_{0};
   bool frozen_ = false;
   std::int32_t next_group_ = 0;
   std::map<std::vector<Rank>, CommId> comm_index_;
