@@ -24,6 +24,7 @@
 #include "common/report/trace.h"
 #include "exec/cli_support.h"
 #include "exec/host/calibrate.h"
+#include "exec/host/calibrate_comm.h"
 #include "exec/host/collect.h"
 #include "exec/host/host_backend.h"
 #include "exec/host/pin.h"
@@ -159,21 +160,31 @@ int run(const Options& o) {
                         static_cast<double>(program.header.micro_batch_size) *
                         static_cast<double>(program.header.seq_len);
   const std::int64_t total_steps = o.warmup + o.steps;
-  std::vector<double> losses;
-  std::vector<double> timed;  // slowest rank's time per measured iteration (rank 0)
+  // Per step, this rank's loss sum and iteration time, reduced over the ranks after the last
+  // step: a blocking MPI call between steps polls with sched_yield (mpi_yield_when_idle), and a
+  // rank that finished early would take its core from the rank sharing it that has not.
+  std::vector<double> loss_sums, times;
   exec::IterationRecord last;
   for (std::int64_t step = 0; step < total_steps; ++step) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    // Sleeping barrier (MPI_Ibarrier + the backend's wait), for the same reason.
+    if (Status s = exec::host::quiet_barrier(MPI_COMM_WORLD); !s.ok())
+      kTawexec.abort_run(s.error().message);
     auto rec = interpreter.run_iteration(step);
     if (!rec.ok()) kTawexec.abort_run(rec.error().message);
-    auto loss = exec::host::reduce_sum(backend.take_loss_sum());
-    if (!loss.ok()) kTawexec.abort_run(loss.error().message);
-    losses.push_back(*loss / tokens);
-    double mine = static_cast<double>(rec->end - rec->begin) * 1e-9, slowest = 0.0;
-    MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (step >= o.warmup) timed.push_back(slowest);
+    loss_sums.push_back(backend.take_loss_sum());
+    times.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9);
     last = std::move(*rec);
   }
+  const auto steps_done = static_cast<int>(total_steps);
+  std::vector<double> loss_total(loss_sums.size()), slowest(times.size());
+  MPI_Reduce(loss_sums.data(), loss_total.data(), steps_done, MPI_DOUBLE, MPI_SUM, 0,
+             MPI_COMM_WORLD);
+  MPI_Reduce(times.data(), slowest.data(), steps_done, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  std::vector<double> losses;  // per step, rank 0
+  for (double l : loss_total)
+    losses.push_back(l / tokens);
+  // The slowest rank's time per measured iteration (rank 0), in step order.
+  const std::vector<double> timed(slowest.begin() + o.warmup, slowest.end());
 
   auto records = exec::host::gather_records(last, world);
   auto peaks = exec::host::gather_u64(backend.peak_bytes(), world);
@@ -185,8 +196,9 @@ int run(const Options& o) {
     m.ranks = std::move(*records);
     m.peak_bytes = *peaks;
     // The median: robust to other jobs' bursts on a shared machine.
-    std::sort(timed.begin(), timed.end());
-    m.mean_iteration_seconds = timed[timed.size() / 2];
+    std::vector<double> sorted = timed;
+    std::sort(sorted.begin(), sorted.end());
+    m.mean_iteration_seconds = sorted[sorted.size() / 2];
     m.producer = "tawexec " TAWPIPE_VERSION " (host backend)";
     const report::Report rep = exec::measured_report(program, prepared->model, m);
     std::uint64_t peak = 0;
@@ -198,6 +210,12 @@ int run(const Options& o) {
         "{:.2f} MB/rank, loss {:.6f}\n",
         program.header.schedule, world, m.mean_iteration_seconds * 1e3, o.steps,
         rep.tokens_per_second, static_cast<double>(peak) / 1e6, losses.back());
+    // The spread of the timed steps, for telling methods within noise of each other apart.
+    std::string steps_ms;
+    for (double t : timed)
+      steps_ms += fmt::format(" {:.1f}", t * 1e3);
+    std::cout << fmt::format("tawexec: timed steps (ms, slowest rank):{}; min {:.1f} max {:.1f}\n",
+                             steps_ms, sorted.front() * 1e3, sorted.back() * 1e3);
     if (!o.report_file.empty()) {
       Status s = write_file_with(o.report_file, [&](std::ostream& out) {
         report::write_report_json(rep, out);

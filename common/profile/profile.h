@@ -30,6 +30,8 @@
 ///     host:                             # CPU topologies only (host backend)
 ///       cores_per_host: 2
 ///       ranks_per_core: 2
+///       wakeup_cost: 50us               # compute progress a sleeping thread's wake-up costs
+///       wakeup_latency: 100us           # how late a sleep beside compute ends
 ///
 /// Kernel points. Flop-bound classes (gemm, attention_fwd, attention_bwd) carry `rate`;
 /// memory-bound classes carry `bandwidth`. The shape keys are: gemm m, n, k (optional `batch`
@@ -156,6 +158,12 @@ struct CommMeasurement {
 struct HostProfile {
   std::optional<int> cores_per_host;
   std::optional<int> ranks_per_core;
+  /// Progress a compute thread loses each time a sleeping thread on its core wakes (the
+  /// communication threads' waits, common/host_wait.h), measured by `tawexec calibrate` with a
+  /// sleeper beside GEMMs.
+  std::optional<SimTime> wakeup_cost;
+  /// How much later than requested such a sleep ends beside a computing thread.
+  std::optional<SimTime> wakeup_latency;
   friend bool operator==(const HostProfile&, const HostProfile&) = default;
 };
 

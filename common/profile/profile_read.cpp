@@ -56,7 +56,8 @@ const std::vector<std::string> kLinkKeys = {"bandwidth", "latency"};
 const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
 const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points"};
 const std::vector<std::string> kCommPointKeys = {"size", "time"};
-const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core"};
+const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core", "wakeup_cost",
+                                            "wakeup_latency"};
 
 template <class Enum, std::size_t N>
 Enum read_enum(const Ctx& c, std::string_view what,
@@ -211,6 +212,8 @@ HostProfile parse_host(const Ctx& c) {
     h.cores_per_host = yaml::read_int(*v, 1, 1 << 20, "a core count");
   if (auto v = m.opt("ranks_per_core"))
     h.ranks_per_core = yaml::read_int(*v, 1, 1 << 20, "a rank count");
+  if (auto v = m.opt("wakeup_cost")) h.wakeup_cost = yaml::read_time(*v);
+  if (auto v = m.opt("wakeup_latency")) h.wakeup_latency = yaml::read_time(*v);
   return h;
 }
 

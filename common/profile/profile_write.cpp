@@ -142,6 +142,14 @@ std::string write_profile_yaml(const Profile& profile) {
       out << "\n  ranks_per_core: " << *profile.host->ranks_per_core;
       any = true;
     }
+    if (profile.host->wakeup_cost) {
+      out << "\n  wakeup_cost: " << to_string(*profile.host->wakeup_cost);
+      any = true;
+    }
+    if (profile.host->wakeup_latency) {
+      out << "\n  wakeup_latency: " << to_string(*profile.host->wakeup_latency);
+      any = true;
+    }
     out << (any ? "\n" : " {}\n");
   }
   return out.str();

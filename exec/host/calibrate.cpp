@@ -1,13 +1,18 @@
 #include "exec/host/calibrate.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "common/model/presets.h"
 #include "exec/host/calibrate_comm.h"
+#include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
 #include "exec/math/attention.h"
 #include "exec/math/gemm.h"
@@ -46,6 +51,74 @@ double time_per_call(const std::function<void()>& f, double budget) {
   return means[means.size() / 2];
 }
 
+/// What a sleeping thread's wake-ups cost the compute thread of its core (common/host_wait.h):
+/// a GEMM loop of about `budget` seconds runs on a thread set up as the backend's compute
+/// threads are, alone and then beside a thread that sleeps kMaxSleepNs in a loop as a waiting
+/// communication thread does (short slice, 1 us timer slack). Medians of 3 trials each.
+struct WakeFigures {
+  double cost = 0.0;     ///< seconds of compute progress lost per wake-up
+  double latency = 0.0;  ///< seconds a sleep ends later than requested
+};
+WakeFigures measure_wakeups(double budget) {
+  constexpr std::size_t n = 256;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  auto gemms = [&](int calls) {
+    for (int i = 0; i < calls; ++i)
+      math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  auto on_compute_thread = [&](auto&& f) {
+    std::thread t([&] {
+      request_compute_slice();
+      f();
+    });
+    t.join();
+  };
+  int calls = 1;
+  on_compute_thread([&] {
+    gemms(20);  // warm-up
+    const auto t0 = Clock::now();
+    gemms(20);
+    const double one = std::chrono::duration<double>(Clock::now() - t0).count() / 20;
+    calls = std::max(20, static_cast<int>(budget / 2 / std::max(one, 1e-7)));
+  });
+  std::vector<double> base, with, cost, late;
+  for (int trial = 0; trial < 3; ++trial) {
+    on_compute_thread([&] {
+      const auto t0 = Clock::now();
+      gemms(calls);
+      base.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    });
+    std::atomic<bool> stop{false};
+    std::atomic<long> wakes{0};
+    std::atomic<double> slept{0.0};
+    std::thread sleeper([&] {
+      prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+      request_comm_slice(true);
+      const auto t0 = Clock::now();
+      long k = 0;
+      while (!stop.load()) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(host_wait::kMaxSleepNs));
+        ++k;
+      }
+      wakes = k;
+      slept = std::chrono::duration<double>(Clock::now() - t0).count();
+    });
+    on_compute_thread([&] {
+      const auto t0 = Clock::now();
+      gemms(calls);
+      with.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    });
+    stop = true;
+    sleeper.join();
+    const double w = static_cast<double>(std::max(wakes.load(), 1L));
+    cost.push_back(std::max(0.0, with.back() - base.back()) / w);
+    late.push_back(std::max(0.0, slept.load() / w - 1e-9 * host_wait::kMaxSleepNs));
+  }
+  std::sort(cost.begin(), cost.end());
+  std::sort(late.begin(), late.end());
+  return {cost[1], late[1]};
+}
+
 }  // namespace
 
 Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateExtras* extras) {
@@ -70,6 +143,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   const bool measures = rank % per_core == 0;
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
+  WakeFigures wake;
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   if (measures) {
     // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
@@ -169,6 +243,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     auto overhead = measure_op_overhead(budget);
     if (!overhead.ok()) return overhead.error();
     dev.op_overhead = *overhead;
+    wake = measure_wakeups(budget);
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
 
@@ -205,6 +280,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     profile::HostProfile hp;
     hp.cores_per_host = o.host->cores_per_host;
     hp.ranks_per_core = o.host->ranks_per_core;
+    hp.wakeup_cost = SimTime::from_seconds(wake.cost);
+    hp.wakeup_latency = SimTime::from_seconds(wake.latency);
     p.host = hp;
   }
   if (world >= 2) {

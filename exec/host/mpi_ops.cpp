@@ -190,9 +190,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();
-      const std::int64_t cap =
-          std::clamp(waited_ns / kLongWaitSleepDivisor, kMaxSleepNs, kLongWaitMaxSleepNs);
-      sleep_ns = std::min(2 * sleep_ns, cap);
+      sleep_ns = host_wait::next_sleep_ns(sleep_ns, waited_ns);
     }
   }
   return Status::success();

@@ -37,27 +37,24 @@
 #include <mpi.h>
 
 #include "common/error.h"
+#include "common/host_wait.h"
 #include "common/ir/program.h"
 
 namespace tawpipe::exec::host {
 
-/// First sleep between tests once the immediate re-tests are spent (nanoseconds).
-inline constexpr std::int64_t kFirstSleepNs = 4'000;
-/// Longest sleep between tests of a short wait: bounds the latency a waiting thread adds to
-/// each round of a collective (libnbc advances one round per test).
-inline constexpr std::int64_t kMaxSleepNs = 100'000;
-/// A wait that has lasted w since the last completion sleeps up to w / kLongWaitSleepDivisor
-/// (at most kLongWaitMaxSleepNs) between tests: it adds at most 1/8 of its own length, and a
-/// receive that waits a whole forward or backward of the peer stage stops waking every
-/// 100-200 us. Each wake-up of a thread on a core preempts that core's compute thread, and on
-/// this VM (PTI without PCID, virtualised timers) costs the compute thread ~50 us of progress:
-/// one thread sleeping 100 us in a loop slowed a 4-layer forward by 30 % (26.3 -> 34.4 ms,
-/// ~5000 wakes/s), sleeping 1 ms by 4 % (930 wakes/s). Measured with a sleeper thread pinned
-/// beside layers_forward (exec/math/block.h), cpu-h256, seq 256.
-inline constexpr std::int64_t kLongWaitSleepDivisor = 8;
-inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
-/// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
-inline constexpr int kSpinPolls = 8;
+// The waiting schedule (first sleep, doubling, caps, immediate re-tests) is common/host_wait.h,
+// shared with the simulator, which charges the wake-ups to the core. Why long waits back off:
+// each wake-up of a thread on a core preempts that core's compute thread, and on this VM (PTI
+// without PCID, virtualised timers) costs the compute thread ~50 us of progress: one thread
+// sleeping 100 us in a loop slowed a 4-layer forward by 30 % (26.3 -> 34.4 ms, ~5000 wakes/s),
+// sleeping 1 ms by 4 % (930 wakes/s). Measured with a sleeper thread pinned beside
+// layers_forward (exec/math/block.h), cpu-h256, seq 256; `tawexec calibrate` measures the cost
+// per wake-up (profile host.wakeup_cost).
+using host_wait::kFirstSleepNs;
+using host_wait::kLongWaitMaxSleepNs;
+using host_wait::kLongWaitSleepDivisor;
+using host_wait::kMaxSleepNs;
+using host_wait::kSpinPolls;
 /// The slice a communication thread asks of the scheduler: the smallest Linux accepts (100 us).
 inline constexpr std::uint64_t kCommSliceNs = 100'000;
 

@@ -347,6 +347,10 @@ class Executor {
   std::unique_ptr<MpiShmModel> shm_;          ///< CPU topologies only
   std::vector<int> scratch_cores_;
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
+  /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
+  SimTime wakeup_cost_, wakeup_latency_;
+  /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
+  void charge_wakeups(std::size_t g);
   bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it
   std::vector<double> rank_sms_;   ///< SM count of each rank's GPU (0: no contention)
   std::vector<double> rank_hbm_;   ///< HBM bandwidth of each rank's GPU, bytes/s

@@ -2,15 +2,21 @@
 // their rank's core (sim/run/core_sharing.h); sends, receives and collectives take MPI's
 // shared-memory transport time (sim/network/mpi_shm.h), whose copy work shares the cores of the
 // ranks that copy the bytes (the receiver's for a message; for a collective the members that
-// receive: a reduce's root, a broadcast's non-roots, every member of the others).
+// receive: a reduce's root, a broadcast's non-roots, every member of the others). A waiting
+// communication thread wakes up to test MPI (common/host_wait.h) and every wake-up costs its
+// core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait are
+// charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
 #include <algorithm>
 
+#include "common/host_wait.h"
 #include "sim/run/executor_impl.h"
 
 namespace tawpipe::sim::detail {
 namespace {
 
 constexpr std::uint64_t kP2pToken = 1ull << 62;
+/// Core work that completes nothing (wake-ups of a wait that is over).
+constexpr std::uint64_t kBackgroundToken = 3ull << 62;
 
 }  // namespace
 
@@ -36,6 +42,23 @@ void Executor::init_host_cpu() {
     if (it != options_.profile->devices.end() && it->second.op_overhead)
       op_overhead_ = *it->second.op_overhead;
   }
+  if (options_.profile != nullptr && options_.profile->host) {
+    const profile::HostProfile& hp = *options_.profile->host;
+    wakeup_cost_ = hp.wakeup_cost.value_or(SimTime());
+    wakeup_latency_ = hp.wakeup_latency.value_or(SimTime());
+  }
+}
+
+void Executor::charge_wakeups(std::size_t g) {
+  if (wakeup_cost_ <= SimTime()) return;
+  const SimTime waited = engine_.now() - res_.op_start[g];
+  const double wakes =
+      host_wait::wakeups(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000);
+  if (wakes <= 0.0) return;
+  const int core = core_of_rank(rt_[g].rank);
+  const auto work = SimTime::ps(
+      static_cast<std::int64_t>(wakes * static_cast<double>(wakeup_cost_.picoseconds())));
+  cores_->start(std::span<const int>(&core, 1), SimTime(), work, kBackgroundToken);
 }
 
 int Executor::core_of_rank(ir::Rank r) const {
@@ -79,10 +102,18 @@ void Executor::start_collective_shm(std::uint32_t inst) {
 }
 
 void Executor::on_core_done(std::uint64_t token) {
+  if (token == kBackgroundToken) return;
   if ((token & kCollectiveToken) != 0) {
-    complete_collective(static_cast<std::uint32_t>(token & ~kCollectiveToken));
+    const auto inst = static_cast<std::uint32_t>(token & ~kCollectiveToken);
+    const Instance& in = instances_[inst];
+    const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+    for (std::size_t m = 0; m < n; ++m)
+      charge_wakeups(idx(inst_ops_[in.ops_offset + m]));
+    complete_collective(inst);
   } else if ((token & kP2pToken) != 0) {
     const std::size_t send_g = idx(token & ~kP2pToken);
+    charge_wakeups(send_g);
+    charge_wakeups(idx(rt_[send_g].link));
     complete_op(send_g);
     complete_op(idx(rt_[send_g].link));
   } else {

@@ -40,6 +40,8 @@ communication:
 host:
   cores_per_host: 2
   ranks_per_core: 2
+  wakeup_cost: 50us
+  wakeup_latency: 120us
 )yaml";
 
 TEST(ProfileV2, ReadsEveryField) {
@@ -76,6 +78,8 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->communication[0].points[1].time, SimTime::us(410));
   EXPECT_EQ(p->communication[1].op, CommOp::sendrecv);
   EXPECT_EQ(p->host->cores_per_host, 2);
+  EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
+  EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
   EXPECT_EQ(p->links.at("nvswitch").latency, SimTime::ns(600));
 }
 

@@ -4,6 +4,8 @@
 // costs carry no kernels, so the op-class model applies with one launch per op).
 #include <gtest/gtest.h>
 
+#include "common/host_wait.h"
+
 #include "sim/run/executor.h"
 #include "sim/simulator.h"
 #include "tests/unit/simulator/fixtures.h"
@@ -444,6 +446,56 @@ TEST(Executor, HostCollectiveCopiesOnTheReceivingCores) {
   EXPECT_GT(compute_end(ir::CollectiveKind::broadcast, 0, true), alone);  // rank 1 receives
   EXPECT_EQ(compute_end(ir::CollectiveKind::broadcast, 1, true), alone);  // rank 1 only sends
   EXPECT_GT(compute_end(ir::CollectiveKind::all_reduce, ir::kNone, true), alone);  // rootless
+}
+
+// A waiting communication thread wakes up to test MPI (common/host_wait.h), and each wake-up
+// costs the compute thread of its core progress (profile host.wakeup_cost). localhost-cpu, one
+// rank per core: rank 1 posts a receive on a side stream at once and computes W1 on its compute
+// stream; rank 0 computes W0 < W1, then sends 4 bytes. The receive waits about W0, and its
+// wake-ups n = wakeups(wait, latency) are charged to rank 1's core when it ends, while rank 1
+// still computes: its compute op ends n x cost later than alone (processor sharing conserves
+// the core's work). Without the figures in the profile nothing is charged.
+TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+  const ir::StreamId side = b.stream("side");
+  const ir::CommId pair = b.communicator("pair", {0, 1});
+  const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
+  const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(1e9)), {}, {});
+  b.send(0, 0, 1, pair, Bytes(4), x);  // after the compute (stream order)
+  b.recv(1, side, 0, pair, Bytes(4), y);
+  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  const ir::Program p = std::move(b).finish();
+  profile::Profile prof;
+  prof.host = profile::HostProfile{};
+  prof.host->cores_per_host = 2;
+  prof.host->ranks_per_core = 1;
+  prof.host->wakeup_cost = SimTime::us(50);
+  prof.host->wakeup_latency = SimTime::us(100);
+  auto op = [&](const report::Report& r, ir::Rank rank, ir::OpKind kind) {
+    for (const report::OpRecord& rec : r.ops)
+      if (rec.rank == rank &&
+          p.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(rec.op)].kind ==
+              kind)
+        return rec;
+    ADD_FAILURE() << "no such op";
+    return report::OpRecord{};
+  };
+  SimOptions o;
+  o.record_ops = true;
+  auto alone = simulate(p, t, o);
+  o.profile = prof;
+  auto r = simulate(p, t, o);
+  ASSERT_TRUE(alone.ok() && r.ok());
+  const report::OpRecord recv = op(*r, 1, ir::OpKind::recv);
+  const double n = host_wait::wakeups((recv.end - recv.start).picoseconds() / 1000, 100'000);
+  EXPECT_GT(n, 5.0);
+  const report::OpRecord mine = op(*r, 1, ir::OpKind::compute);
+  const report::OpRecord base = op(*alone, 1, ir::OpKind::compute);
+  EXPECT_NEAR(static_cast<double>((mine.end - mine.start).picoseconds()),
+              static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
+  EXPECT_EQ(op(*r, 0, ir::OpKind::compute).end, op(*alone, 0, ir::OpKind::compute).end);
 }
 
 }  // namespace

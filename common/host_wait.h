@@ -1,0 +1,58 @@
+/// \file
+/// How a host-backend communication thread waits for MPI (exec/host/mpi_ops.h wait_all), shared
+/// with the simulator, which charges the wait's wake-ups to the rank's core
+/// (sim/run/host_cpu.cpp): one definition, so the prediction counts the wake-ups the backend
+/// makes.
+///
+/// A wait tests its requests kSpinPolls times at once, then sleeps between tests: the first sleep
+/// is kFirstSleepNs, each next one doubles, capped at kMaxSleepNs while the wait is short, and at
+/// 1/kLongWaitSleepDivisor of the time waited so far (at most kLongWaitMaxSleepNs) once it is
+/// long. A completion restarts the schedule.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tawpipe::host_wait {
+
+/// First sleep between tests once the immediate re-tests are spent (nanoseconds).
+inline constexpr std::int64_t kFirstSleepNs = 4'000;
+/// Longest sleep between tests of a short wait: bounds the latency a waiting thread adds to
+/// each round of a collective (libnbc advances one round per test).
+inline constexpr std::int64_t kMaxSleepNs = 100'000;
+/// A wait that has lasted w since the last completion sleeps up to w / kLongWaitSleepDivisor
+/// (at most kLongWaitMaxSleepNs) between tests, so it adds at most 1/8 of its own length.
+inline constexpr std::int64_t kLongWaitSleepDivisor = 8;
+inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
+/// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
+inline constexpr int kSpinPolls = 8;
+
+/// The sleep after one of `sleep_ns` when the wait has lasted `waited_ns`.
+constexpr std::int64_t next_sleep_ns(std::int64_t sleep_ns, std::int64_t waited_ns) {
+  const std::int64_t cap =
+      std::clamp(waited_ns / kLongWaitSleepDivisor, kMaxSleepNs, kLongWaitMaxSleepNs);
+  return std::min(2 * sleep_ns, cap);
+}
+
+/// Wake-ups (sleeps that end) of a wait that lasts `wait_ns`, when each sleep overshoots its
+/// request by `overshoot_ns` (the time a woken thread takes to get its core back): the
+/// schedule above, walked until the wait is over. A wait that ends during the spins has none.
+inline double wakeups(std::int64_t wait_ns, std::int64_t overshoot_ns) {
+  if (wait_ns <= 0) return 0.0;
+  double n = 0.0;
+  std::int64_t t = 0, sleep = kFirstSleepNs;
+  overshoot_ns = std::max<std::int64_t>(overshoot_ns, 0);
+  // Past 16 ms every sleep is the longest one: count the rest at once.
+  while (t < wait_ns) {
+    if (sleep == kLongWaitMaxSleepNs) {
+      const std::int64_t step = sleep + overshoot_ns;
+      return n + static_cast<double>((wait_ns - t + step - 1) / step);
+    }
+    t += sleep + overshoot_ns;
+    n += 1.0;
+    sleep = next_sleep_ns(sleep, t);
+  }
+  return n;
+}
+
+}  // namespace tawpipe::host_wait
