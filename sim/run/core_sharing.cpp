@@ -9,12 +9,36 @@ namespace tawpipe::sim {
 CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done)
     : engine_(engine),
       on_done_(std::move(on_done)),
-      on_core_(static_cast<std::size_t>(std::max(cores, 1))) {
+      on_core_(static_cast<std::size_t>(std::max(cores, 1))),
+      background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob) {
   handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
 }
 
 void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
                         std::uint64_t token) {
+  start_job(cores, delay, work, token);
+}
+
+void CoreSharing::add_background(int core, SimTime work, std::uint64_t token) {
+  const std::uint32_t b = background_[static_cast<std::size_t>(core)];
+  if (b != kNoJob && jobs_[b].on_cores && engine_.is_pending(jobs_[b].done)) {
+    Job& j = jobs_[b];
+    const SimTime now = engine_.now();
+    j.remaining_ps -= static_cast<double>((now - j.last).picoseconds()) * j.rate;
+    j.last = now;
+    j.remaining_ps += static_cast<double>(work.picoseconds());
+    engine_.cancel(j.done);
+    const double left = std::max(j.remaining_ps, 0.0) / j.rate;
+    j.done = engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
+                                    Event{handler_, kWorkDone, b});
+    return;
+  }
+  background_[static_cast<std::size_t>(core)] =
+      start_job(std::span<const int>(&core, 1), SimTime(), work, token);
+}
+
+std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, SimTime work,
+                                     std::uint64_t token) {
   assert(!cores.empty());
   std::uint32_t id = 0;
   if (!free_.empty()) {
@@ -39,6 +63,7 @@ void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
   } else {
     join(id);
   }
+  return id;
 }
 
 double CoreSharing::share(const Job& j) const {
@@ -105,6 +130,8 @@ void CoreSharing::handle(const Event& e) {
     j.live = false;
   }
   free_.push_back(id);
+  for (std::uint32_t& b : background_)
+    if (b == id) b = kNoJob;
   on_done_(token);
 }
 

@@ -45,6 +45,12 @@ class CoreSharing {
   /// right after the delay.
   void start(std::span<const int> cores, SimTime delay, SimTime work, std::uint64_t token);
 
+  /// Adds `work` to core `core`'s one background job (token `token`), started when there is
+  /// none: work that completes nothing and is charged to the core as one job however often it
+  /// is added (a wait's wake-ups, sim/run/host_cpu.cpp), so that it takes one share of the core
+  /// and does not multiply the jobs the others share it with.
+  void add_background(int core, SimTime work, std::uint64_t token);
+
   /// Jobs currently using core `core` (not counting jobs still in their delay).
   int load(int core) const {
     return static_cast<int>(on_core_[static_cast<std::size_t>(core)].size());
@@ -63,6 +69,8 @@ class CoreSharing {
     bool on_cores = false;  ///< past its delay, with work: counted in on_core_
   };
 
+  std::uint32_t start_job(std::span<const int> cores, SimTime delay, SimTime work,
+                          std::uint64_t token);
   void handle(const Event& event);
   void join(std::uint32_t job);
   void leave(std::uint32_t job);
@@ -76,6 +84,8 @@ class CoreSharing {
   std::vector<Job> jobs_;
   std::vector<std::uint32_t> free_;
   std::vector<std::vector<std::uint32_t>> on_core_;  ///< job ids per core
+  static constexpr std::uint32_t kNoJob = ~std::uint32_t{0};
+  std::vector<std::uint32_t> background_;  ///< per core: its background job, or kNoJob
 };
 
 }  // namespace tawpipe::sim

@@ -58,7 +58,7 @@ void Executor::charge_wakeups(std::size_t g) {
   const int core = core_of_rank(rt_[g].rank);
   const auto work = SimTime::ps(
       static_cast<std::int64_t>(wakes * static_cast<double>(wakeup_cost_.picoseconds())));
-  cores_->start(std::span<const int>(&core, 1), SimTime(), work, kBackgroundToken);
+  cores_->add_background(core, work, kBackgroundToken);
 }
 
 int Executor::core_of_rank(ir::Rank r) const {
