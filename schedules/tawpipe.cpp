@@ -366,6 +366,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
       // One NCCL stream per pair communicator (PyTorch): with overlap, a rank's P2P with each
       // peer runs on its own stream; the ops of one pair and process group are posted in the
       // code's order (the rank of the lower group sends first) and run one after the other.
+      std::vector<const Msg*> mine;  // one rank's messages, reused
       auto emit_p2p = [&](const std::vector<Msg>& list, ir::StreamId stream, bool weights, int pg) {
         for (std::int32_t l = 0; l < sh.P; ++l) {
           RankState& s = st(l);
@@ -375,7 +376,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           }
           // Sends, then receives, each in list order; but the two halves of an exchange with
           // one peer go in the code's order: the rank of the lower group sends first.
-          std::vector<const Msg*> mine;
+          mine.clear();
           for (const Msg& mm : list) {
             if (mm.src == l) mine.push_back(&mm);
           }
@@ -392,35 +393,33 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
             }
           }
           for (const Msg* mp : mine) {
-            {
-              const Msg& mm = *mp;
-              const bool sending = mm.src == l;
-              const std::int32_t peer = sending ? mm.dst : mm.src;
-              const ir::StreamId ps = overlap ? peer_stream(pg, peer) : stream;
-              const ir::CommId comm = pair(pg, mm.src, mm.dst);
-              const OpIndex after_compute = overlap ? ir::kNone : s.compute_this_slot;
-              if (sending) {
-                const Deps deps{mm.dep, after_compute};
-                const OpIndex op =
-                    b.send(s.rank, ps, base + peer, comm, Bytes(w), mm.src_buf, deps.span());
-                s.comm_this_slot = op;
-                if (!weights) s.comm_this_slot = e.free(s.rank, stream, mm.src_buf, Deps{op});
-                continue;
-              }
-              const Deps deps{weights ? s.last_reader[mm.x] : alloc_op, after_compute};
+            const Msg& mm = *mp;
+            const bool sending = mm.src == l;
+            const std::int32_t peer = sending ? mm.dst : mm.src;
+            const ir::StreamId ps = overlap ? peer_stream(pg, peer) : stream;
+            const ir::CommId comm = pair(pg, mm.src, mm.dst);
+            const OpIndex after_compute = overlap ? ir::kNone : s.compute_this_slot;
+            if (sending) {
+              const Deps deps{mm.dep, after_compute};
               const OpIndex op =
-                  b.recv(s.rank, ps, base + peer, comm, Bytes(w), mm.dst_buf, deps.span());
+                  b.send(s.rank, ps, base + peer, comm, Bytes(w), mm.src_buf, deps.span());
               s.comm_this_slot = op;
-              if (weights) {
-                s.fetched = op;
-                continue;
-              }
-              // gradient: the owner adds it into its accumulator
-              const Deps after_recv{op};
-              b.compute(s.rank, stream, ComputeKind::accumulate, s.own.layer_begin, s.own.layer_end,
-                        ir::kNone, c_acc, {mm.dst_buf}, {s.own.grad}, after_recv.span());
-              s.comm_this_slot = e.free(s.rank, stream, mm.dst_buf);
+              if (!weights) s.comm_this_slot = e.free(s.rank, stream, mm.src_buf, Deps{op});
+              continue;
             }
+            const Deps deps{weights ? s.last_reader[mm.x] : alloc_op, after_compute};
+            const OpIndex op =
+                b.recv(s.rank, ps, base + peer, comm, Bytes(w), mm.dst_buf, deps.span());
+            s.comm_this_slot = op;
+            if (weights) {
+              s.fetched = op;
+              continue;
+            }
+            // gradient: the owner adds it into its accumulator
+            const Deps after_recv{op};
+            b.compute(s.rank, stream, ComputeKind::accumulate, s.own.layer_begin, s.own.layer_end,
+                      ir::kNone, c_acc, {mm.dst_buf}, {s.own.grad}, after_recv.span());
+            s.comm_this_slot = e.free(s.rank, stream, mm.dst_buf);
           }
         }
       };

@@ -5,10 +5,13 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/ir/builder.h"
 #include "common/topology/loader.h"
 #include "common/topology/topology.h"
+#include "schedules/workload.h"
 
 namespace tawpipe::sim::testing {
 
@@ -17,6 +20,19 @@ inline topo::Topology shipped(const std::string& name) {
   auto t = topo::load_topology_file(topo::topology_dir() / (name + ".yaml"));
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
   return *t;
+}
+
+/// The workload of `model` on shipped `topology` with `sets` (as --set), on one thread.
+inline schedules::Workload workload_for(const std::string& topology, const std::string& model,
+                                        std::vector<std::string> sets) {
+  schedules::WorkloadSpec spec;
+  spec.topology = topology;
+  spec.model = model;
+  spec.sets = std::move(sets);
+  auto w = schedules::resolve_workload(spec);
+  EXPECT_TRUE(w.ok()) << w.error().to_string();
+  w->threads = 1;
+  return std::move(*w);
 }
 
 /// A header for `ranks` ranks placed on GPUs 0..ranks-1.

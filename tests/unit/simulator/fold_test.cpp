@@ -11,6 +11,7 @@
 
 #include "schedules/workload.h"
 #include "sim/fold/fold.h"
+#include "tests/unit/simulator/fixtures.h"
 
 namespace tawpipe::sim {
 namespace {
@@ -29,16 +30,11 @@ std::string name(const Case& c) {
 }
 
 schedules::Workload workload(const Case& c) {
-  schedules::WorkloadSpec spec;
-  spec.topology = c.topology;
-  spec.model = c.model;
-  spec.sets = {"train.seq_len=" + std::string(c.topology == "2x2-cpu" ? "64" : "2048"),
-               "train.micro_batches=" + std::to_string(c.micro_batches), "train.global_batch=0",
-               "dp=" + std::to_string(c.dp)};
-  auto w = schedules::resolve_workload(spec);
-  EXPECT_TRUE(w.ok()) << w.error().to_string();
-  w->threads = 1;
-  return std::move(*w);
+  return testing::workload_for(
+      c.topology, c.model,
+      {"train.seq_len=" + std::string(c.topology == "2x2-cpu" ? "64" : "2048"),
+       "train.micro_batches=" + std::to_string(c.micro_batches), "train.global_batch=0",
+       "dp=" + std::to_string(c.dp)});
 }
 
 // Returns whether the case folded.

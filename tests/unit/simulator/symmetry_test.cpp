@@ -13,6 +13,7 @@
 #include "schedules/workload.h"
 #include "sim/fold/fold.h"
 #include "sim/symmetry/symmetry.h"
+#include "tests/unit/simulator/fixtures.h"
 
 namespace tawpipe::sim {
 namespace {
@@ -28,15 +29,9 @@ std::string name(const Case& c) {
 }
 
 schedules::Workload workload(const Case& c) {
-  schedules::WorkloadSpec spec;
-  spec.topology = c.topology;
-  spec.model = "llama-h1024-l48";
-  spec.sets = {"train.seq_len=2048", "train.micro_batches=4", "train.global_batch=0",
-               "dp=" + std::to_string(c.dp)};
-  auto w = schedules::resolve_workload(spec);
-  EXPECT_TRUE(w.ok()) << w.error().to_string();
-  w->threads = 1;
-  return std::move(*w);
+  return testing::workload_for(c.topology, "llama-h1024-l48",
+                               {"train.seq_len=2048", "train.micro_batches=4",
+                                "train.global_batch=0", "dp=" + std::to_string(c.dp)});
 }
 
 // Returns the replicas collapsed (1: none).
