@@ -27,9 +27,10 @@
 ///    (NVIDIA/nccl src/init.cc DEFAULT_BUFFSIZE / DEFAULT_LL128_BUFFSIZE / DEFAULT_LL_BUFFSIZE
 ///    with the constants of src/include/device.h). A rank receives on one ring connection per
 ///    channel of every communicator it uses for collectives, and on its own connections for each
-///    point-to-point peer. NCCL builds 16-32 channels on NVSwitch systems depending on the
-///    generation; we take `nccl_channels` = 16 collective channels and `nccl_p2p_channels` = 2
-///    per peer (NCCL_NCHANNELS_PER_NET_PEER's default) as a stated assumption;
+///    point-to-point peer of each communicator (connections belong to a communicator). NCCL builds
+///    16-32 channels on NVSwitch systems depending on the generation; we take `nccl_channels` = 16
+///    collective channels and `nccl_p2p_channels` = 2 per peer (NCCL_NCHANNELS_PER_NET_PEER's
+///    default) as a stated assumption;
 ///  - allocator fragmentation (`reserve`, together with the context): the PyTorch caching
 ///    allocator rounds large blocks to 2 MiB and splits cached segments; GMLake (Guo et al.
 ///    2024, arXiv 2401.08156) measured on LLM training on A100-80GB 15 % of reserved memory lost
@@ -90,7 +91,8 @@ struct MemoryOptions {
 };
 
 /// NCCL buffer bytes of a rank that runs collectives on `collective_comms` communicators (of
-/// two or more members) and point-to-point transfers with `p2p_peers` distinct peers.
+/// two or more members) and point-to-point transfers with `p2p_peers` distinct (communicator,
+/// peer) pairs.
 std::uint64_t nccl_buffer_bytes(std::int64_t collective_comms, std::int64_t p2p_peers,
                                 const MemoryOptions& options);
 

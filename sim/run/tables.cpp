@@ -332,7 +332,7 @@ Status Executor::prepare() {
   std::vector<std::uint64_t> nccl(active, 0);
   res_.memory_capacity_bytes.assign(ranks, 0);
   std::vector<std::uint8_t> uses_comm(program_.communicators.size());
-  std::vector<std::uint8_t> is_peer(ranks);
+  std::vector<std::uint64_t> p2p_links;  // (communicator, peer) of a rank's sends and receives
   for (std::size_t r = 0; r < active; ++r) {
     const ir::RankProgram& rp = program_.ranks[r];
     for (const ir::Buffer& b : rp.buffers) {
@@ -340,21 +340,27 @@ Status Executor::prepare() {
     }
     res_.memory_capacity_bytes[r] =
         topology_.device(program_.header.placement[r]).memory_capacity.count();
-    // NCCL connections: communicators this rank runs collectives on, and its p2p peers.
+    // NCCL connections: communicators this rank runs collectives on, and its p2p peers. NCCL
+    // keeps connections per communicator (comm->channels[c].peers[peer] in src/transport.cc),
+    // so the same peer reached on two communicators -- TawPipe's pair communicators of two
+    // process groups -- holds two sets of buffers: count distinct (communicator, peer).
     std::fill(uses_comm.begin(), uses_comm.end(), 0);
-    std::fill(is_peer.begin(), is_peer.end(), 0);
-    std::int64_t comms = 0, peers = 0;
+    p2p_links.clear();
+    std::int64_t comms = 0;
     for (const ir::Op& op : rp.ops) {
       if (op.kind == ir::OpKind::collective && op.comm != ir::kNone &&
           program_.communicators[idx(op.comm)].members.size() > 1 && !uses_comm[idx(op.comm)]) {
         uses_comm[idx(op.comm)] = 1;
         ++comms;
       } else if ((op.kind == ir::OpKind::send || op.kind == ir::OpKind::recv) &&
-                 op.peer != ir::kNone && idx(op.peer) < ranks && !is_peer[idx(op.peer)]) {
-        is_peer[idx(op.peer)] = 1;
-        ++peers;
+                 op.peer != ir::kNone && idx(op.peer) < ranks) {
+        const std::uint64_t comm = op.comm == ir::kNone ? 0 : idx(op.comm) + 1;
+        p2p_links.push_back(comm * ranks + idx(op.peer));
       }
     }
+    std::sort(p2p_links.begin(), p2p_links.end());
+    const auto peers = static_cast<std::int64_t>(std::unique(p2p_links.begin(), p2p_links.end()) -
+                                                 p2p_links.begin());
     nccl[r] = nccl_buffer_bytes(comms, peers, options_.memory);
   }
   memory_ = std::make_unique<MemoryModel>(persistent, std::move(nccl), options_.memory,

@@ -178,6 +178,32 @@ TEST(Executor, MemoryBreakdownSumsToPeak) {
   EXPECT_EQ(r->rank_stats[1].peak_memory.total(), r->rank_stats[1].peak_memory_bytes);
 }
 
+// NCCL's connections belong to a communicator (comm->channels[c].peers[peer], src/transport.cc),
+// so a peer reached on two communicators -- TawPipe's pair communicators of two process groups --
+// holds two sets of receive buffers, and a second transfer on the same communicator none more.
+// Rank 0 sends twice to rank 1 on "pg0" and once on "pg1"; rank 1 receives all three:
+//   nccl = 2 (communicator, peer) pairs x 2 channels x (4 MiB + 4915200 B + 512 KiB)
+//        = 2 x 19267584 B = 38535168 B on each rank.
+TEST(Executor, NcclBuffersArePerCommunicatorAndPeer) {
+  const topo::Topology t = testing::shipped("dgx-a100");
+  ir::ProgramBuilder b(testing::header_for(t, 2), 2);
+  const ir::CommId pg0 = b.distinct_communicator("pg0.0-1", {0, 1});
+  const ir::CommId pg1 = b.distinct_communicator("pg1.0-1", {0, 1});
+  const ir::BufferId out = b.buffer(0, "out", Bytes(1 << 20), ir::BufferRole::activation, true);
+  const ir::BufferId in = b.buffer(1, "in", Bytes(1 << 20), ir::BufferRole::activation, true);
+  b.send(0, 0, 1, pg0, Bytes(1 << 20), out);
+  b.send(0, 0, 1, pg0, Bytes(1 << 20), out);
+  b.send(0, 0, 1, pg1, Bytes(1 << 20), out);
+  b.recv(1, 0, 0, pg0, Bytes(1 << 20), in);
+  b.recv(1, 0, 0, pg0, Bytes(1 << 20), in);
+  b.recv(1, 0, 0, pg1, Bytes(1 << 20), in);
+  const ir::Program p = std::move(b).finish();
+  auto r = simulate(p, t, SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->rank_stats[0].peak_memory.nccl, 38535168u);
+  EXPECT_EQ(r->rank_stats[1].peak_memory.nccl, 38535168u);
+}
+
 // One alloc and one free may list several buffers (IR: every buffer in `writes`). Persistent
 // 1 GiB; one alloc of a (2 GiB) and b (3 GiB), a compute op with 512 MiB workspace, one free of
 // both, then c (5 GiB) allocated and freed. Peak = 1 + 2 + 3 GiB + 512 MiB = 6.5 GiB, as if a
