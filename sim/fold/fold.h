@@ -11,7 +11,11 @@
 /// probe 1 to 2 as from probe 2 to 3 (iteration time; per rank: compute, exposed communication,
 /// intra- and inter-node bytes; per link: bytes and busy time; per op class: count, bytes, FLOPs,
 /// and the time of compute and copy classes) and every rank's peak memory is unchanged -- and
-/// then extrapolates the remaining m - m0 - 2 rounds exactly along that increment.
+/// then extrapolates the remaining m - m0 - 2 rounds exactly along that increment. A validation
+/// probe v well past them must agree; when the first probe is still in the warm-up (the set
+/// misses), the set m0 + 1, m0 + 2, v is checked the same way (the figures must move (v - m0 -
+/// 2) times as far from m0 + 2 to v as from m0 + 1 to m0 + 2) whenever v has run anyway: one
+/// probe set fewer for WeiPipe on 3x8-a100, whose first round differs.
 /// Not part of the check: the time communication ops spend from posting to completion
 /// (`RankStats::comm_sum` and the `total` of send/recv/collective op classes). It includes
 /// waiting for the peer, which is not periodic when a schedule posts receives rounds ahead
@@ -20,9 +24,10 @@
 /// it) never folds. The cool-down is
 /// simulated (it is part of every probe). When the probes do not repeat (warm-up longer than the
 /// probes, a schedule whose rounds span several micro-batches), a second set of larger probes is
-/// tried; failing that, or when the probes would not be much cheaper than the whole iteration,
-/// the whole iteration is simulated (`FoldInfo::folded` false, with the reason: the kind of
-/// figure that did not repeat, which tawsim's fold note prints).
+/// tried; failing that, when the probes would not be much cheaper than the whole iteration, or
+/// when the iteration time itself missed at two sets of 16 or more in a row (rounds that drift,
+/// fold.cpp), the whole iteration is simulated (`FoldInfo::folded` false, with the reason: the kind
+/// of figure that did not repeat, which tawsim's fold note prints).
 ///
 /// Where the state does not repeat although the schedule does: WeiPipe on 3x8-a100 with
 /// llama-h4096-l48 under the communication-compute contention model (sim/run/contention.cpp),
@@ -42,6 +47,9 @@
 /// The mechanism is generic: it looks only at reports, never at one model's internals, so the
 /// compute, network (protocols, SM contention) and host (processor sharing) models may change
 /// underneath it. A model whose effect is not periodic in rounds simply makes the check fail.
+///
+/// With threads to spare the probes of a set run side by side, largest first, with a likely next
+/// probe on an otherwise idle thread; the result does not depend on it.
 ///
 /// Symmetry (issue 15 item 2) works underneath, in every probe: identical data-parallel replicas
 /// are simulated once where the program and the network state allow it (sim/symmetry/symmetry.h

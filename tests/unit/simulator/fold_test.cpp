@@ -118,6 +118,52 @@ TEST(Fold, PaperClusterMatchesFullSimulation) {
   EXPECT_EQ(folded, 3);
 }
 
+// Probes run side by side when threads are available (fold.cpp prefetch, with speculative
+// probes): the result must not depend on it. WeiPipe misses at (2, 3, 4) and folds from the
+// shifted set (3, 4, 6) here; 1F1B searches several bases.
+TEST(Fold, ThreadsDoNotChangeTheResult) {
+  for (const char* method : {"tawpipe", "weipipe", "1f1b"}) {
+    schedules::Workload w = workload({"3x8-a100", "llama-h1024-l48", method, 48, 1});
+    const schedules::ScheduleVariant v{method, {}, method};
+    SimOptions options;
+    options.model = w.model;
+    auto serial = simulate_workload(w, v, options, true);
+    w.threads = 2;
+    auto parallel = simulate_workload(w, v, options, true);
+    ASSERT_TRUE(serial.ok() && parallel.ok()) << method;
+    EXPECT_EQ(serial->fold.folded, parallel->fold.folded) << method;
+    EXPECT_EQ(serial->fold.rounds_simulated, parallel->fold.rounds_simulated) << method;
+    const report::Report& a = serial->output.report;
+    const report::Report& b = parallel->output.report;
+    EXPECT_EQ(a.iteration_time, b.iteration_time) << method;
+    ASSERT_EQ(a.rank_stats.size(), b.rank_stats.size()) << method;
+    for (std::size_t r = 0; r < a.rank_stats.size(); ++r) {
+      EXPECT_EQ(a.rank_stats[r].compute, b.rank_stats[r].compute) << method << " rank " << r;
+      EXPECT_EQ(a.rank_stats[r].peak_memory_bytes, b.rank_stats[r].peak_memory_bytes) << method;
+    }
+    ASSERT_EQ(a.links.size(), b.links.size()) << method;
+    for (std::size_t l = 0; l < a.links.size(); ++l)
+      EXPECT_EQ(a.links[l].bytes, b.links[l].bytes) << method << " " << a.links[l].name;
+  }
+}
+
+// 1F1B on 3x8-a100 behind an 8 Gb/s NIC is network-bound and its rounds drift (fold.cpp): the
+// search stops after two bases whose iteration time missed, and the whole iteration is
+// simulated, equal to --no-fold.
+TEST(Fold, DriftingRoundsAreSimulatedWhole) {
+  const schedules::Workload w = testing::workload_for(
+      "3x8-a100", "llama-h4096-l48", {"inter_node.nic.bandwidth=8Gb/s", "train.seq_len=16384"});
+  const schedules::ScheduleVariant v{"1f1b", {}, "1f1b"};
+  SimOptions options;
+  options.model = w.model;
+  auto folded = simulate_workload(w, v, options, true);
+  auto full = simulate_workload(w, v, options, false);
+  ASSERT_TRUE(folded.ok() && full.ok());
+  EXPECT_FALSE(folded->fold.folded);
+  EXPECT_NE(folded->fold.reason.find("drift"), std::string::npos) << folded->fold.reason;
+  EXPECT_EQ(folded->output.report.iteration_time, full->output.report.iteration_time);
+}
+
 // Too few micro-batches: nothing to fold, and the reason says so.
 TEST(Fold, FewMicroBatchesAreSimulatedWhole) {
   const schedules::Workload w = workload({"2x2-cpu", "tiny", "tawpipe", 4, 1});
