@@ -27,6 +27,8 @@
 ///     communication:                    # measured collective / p2p times
 ///       - {op: all_reduce, scope: intra_node, ranks: 8,
 ///          points: [{size: 1MiB, time: 31us}, {size: 64MiB, time: 410us}]}
+///       - {op: sendrecv, scope: shared_memory, ranks: 2,   # host: optional CPU time per call
+///          points: [{size: 8B, time: 9us, cpu: 6us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
 ///     host:                             # CPU topologies only (host backend)
 ///       cores_per_host: 2
 ///       ranks_per_core: 2
@@ -141,6 +143,11 @@ enum class CommScope : std::uint8_t { intra_node, inter_node, shared_memory };
 struct CommPoint {
   Bytes size;
   SimTime time;
+  /// Host backend (scope shared_memory) only: the CPU time one call costs the busiest member's
+  /// thread (CLOCK_THREAD_CPUTIME_ID: copies, reductions, MPI progress), without the wake-ups of
+  /// its wait, which host.wakeup_cost charges. `time` less this is time that uses no core
+  /// (handshakes, waiting for the peer). Absent: the whole time counts as core work.
+  std::optional<SimTime> cpu{};
   friend bool operator==(const CommPoint&, const CommPoint&) = default;
 };
 

@@ -55,7 +55,7 @@ const std::vector<std::string> kMemoryKeys = {"bytes", "bandwidth"};
 const std::vector<std::string> kLinkKeys = {"bandwidth", "latency"};
 const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
 const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points"};
-const std::vector<std::string> kCommPointKeys = {"size", "time"};
+const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu"};
 const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core", "wakeup_cost",
                                             "wakeup_latency"};
 
@@ -196,8 +196,9 @@ CommMeasurement parse_comm(const Ctx& c) {
   cm.scope = read_enum(m.at("scope"), "communication scope", kCommScopeNames);
   cm.ranks = yaml::read_int(m.at("ranks"), 2, 1 << 24, "a rank count");
   for (const Ctx& item : yaml::seq_items(m.at("points"), "measured points")) {
-    const MapReader pm(item, kCommPointKeys, "a communication point {size, time}");
-    const CommPoint p{yaml::read_bytes(pm.at("size")), yaml::read_time(pm.at("time"))};
+    const MapReader pm(item, kCommPointKeys, "a communication point {size, time[, cpu]}");
+    CommPoint p{yaml::read_bytes(pm.at("size")), yaml::read_time(pm.at("time"))};
+    if (auto v = pm.opt("cpu")) p.cpu = yaml::read_time(*v);
     if (!cm.points.empty() && !(cm.points.back().size < p.size))
       yaml::fail(item, "communication points must be in increasing size");
     cm.points.push_back(p);

@@ -124,9 +124,12 @@ std::string write_profile_yaml(const Profile& profile) {
     out << "communication:\n";
     for (const CommMeasurement& c : profile.communication) {
       std::string points = "[";
-      for (std::size_t i = 0; i < c.points.size(); ++i)
-        points += (i ? ", " : "") + flow({{"size", to_string(c.points[i].size)},
-                                          {"time", to_string(c.points[i].time)}});
+      for (std::size_t i = 0; i < c.points.size(); ++i) {
+        std::vector<std::pair<std::string, std::string>> f = {
+            {"size", to_string(c.points[i].size)}, {"time", to_string(c.points[i].time)}};
+        if (c.points[i].cpu) f.emplace_back("cpu", to_string(*c.points[i].cpu));
+        points += (i ? ", " : "") + flow(f);
+      }
       out << "  - {op: " << to_string(c.op) << ", scope: " << to_string(c.scope)
           << ", ranks: " << c.ranks << ",\n     points: " << points << "]}\n";
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -58,7 +59,14 @@ double time_per_call(const std::function<void()>& f, double budget) {
 struct WakeFigures {
   double cost = 0.0;     ///< seconds of compute progress lost per wake-up
   double latency = 0.0;  ///< seconds a sleep ends later than requested
+  double own_cpu = 0.0;  ///< the sleeping thread's own CPU time per wake-up (seconds)
 };
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 WakeFigures measure_wakeups(double budget) {
   constexpr std::size_t n = 256;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
@@ -81,7 +89,7 @@ WakeFigures measure_wakeups(double budget) {
     const double one = std::chrono::duration<double>(Clock::now() - t0).count() / 20;
     calls = std::max(20, static_cast<int>(budget / 2 / std::max(one, 1e-7)));
   });
-  std::vector<double> base, with, cost, late;
+  std::vector<double> base, with, cost, late, own;
   for (int trial = 0; trial < 3; ++trial) {
     on_compute_thread([&] {
       const auto t0 = Clock::now();
@@ -90,11 +98,12 @@ WakeFigures measure_wakeups(double budget) {
     });
     std::atomic<bool> stop{false};
     std::atomic<long> wakes{0};
-    std::atomic<double> slept{0.0};
+    std::atomic<double> slept{0.0}, cpu{0.0};
     std::thread sleeper([&] {
       prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
       request_comm_slice(true);
       const auto t0 = Clock::now();
+      const double c0 = thread_cpu_seconds();
       long k = 0;
       while (!stop.load()) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(host_wait::kMaxSleepNs));
@@ -102,6 +111,7 @@ WakeFigures measure_wakeups(double budget) {
       }
       wakes = k;
       slept = std::chrono::duration<double>(Clock::now() - t0).count();
+      cpu = thread_cpu_seconds() - c0;
     });
     on_compute_thread([&] {
       const auto t0 = Clock::now();
@@ -113,10 +123,12 @@ WakeFigures measure_wakeups(double budget) {
     const double w = static_cast<double>(std::max(wakes.load(), 1L));
     cost.push_back(std::max(0.0, with.back() - base.back()) / w);
     late.push_back(std::max(0.0, slept.load() / w - 1e-9 * host_wait::kMaxSleepNs));
+    own.push_back(cpu.load() / w);
   }
   std::sort(cost.begin(), cost.end());
   std::sort(late.begin(), late.end());
-  return {cost[1], late[1]};
+  std::sort(own.begin(), own.end());
+  return {cost[1], late[1], own[1]};
 }
 
 }  // namespace
@@ -137,59 +149,128 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   // Compute figures: measured at once on the first rank of every core (every core busy, as in a
   // run, where the cores share the last-level cache and memory bandwidth), while the other ranks
   // of a core wait without spinning, so that a rank sharing its core (ranks_per_core > 1) does
-  // not halve them: the simulator shares the core itself (sim/run/core_sharing.h). Rank 0's
-  // figures go into the profile. Without a host section, rank 0 measures alone.
+  // not halve them: the simulator shares the core itself (sim/run/core_sharing.h). Every
+  // measuring rank times every figure (each the median of its batches, time_per_call); the
+  // profile takes the median over those ranks, one per core the run uses, and reports their
+  // largest spread (devices.*.ranks). Without a host section, rank 0 measures alone.
   const int per_core = o.host ? std::max(o.host->ranks_per_core, 1) : world;
   const bool measures = rank % per_core == 0;
+  std::vector<double> secs;  // seconds per call, in the order of Figure
+  enum Figure : std::size_t {
+    kGemm0 = 0,
+    kAttnFwd = 6,
+    kAttnBwd,
+    kNorm,
+    kAct,
+    kAdd,
+    kCopy,
+    kTiny,
+    kCount
+  };
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
   WakeFigures wake;
+  // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
+  // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
+  struct Shape {
+    std::size_t m, n, k;
+    bool trans_a;
+  };
+  const std::vector<Shape> shapes = {{T, H, H, false}, {T, F, H, false}, {T, H, F, false},
+                                     {H, H, T, true},  {H, F, T, true},  {F, H, T, true}};
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   if (measures) {
-    // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
-    // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
-    struct Shape {
-      std::size_t m, n, k;
-      bool trans_a;
-    };
-    const std::vector<Shape> shapes = {{T, H, H, false}, {T, F, H, false}, {T, H, F, false},
-                                       {H, H, T, true},  {H, F, T, true},  {F, H, T, true}};
     const std::size_t big = std::max({T, H, F});
     std::vector<float> a(big * big, 0.5f), b(big * big, 0.25f), c(big * big);
-    auto& points = dev.kernels[model::KernelClass::gemm];
     for (const Shape& sh : shapes) {
       const std::size_t lda = sh.trans_a ? sh.m : sh.k;
-      const double s = time_per_call(
+      secs.push_back(time_per_call(
           [&] {
             math::gemm(sh.trans_a, false, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b.data(), sh.n,
                        0.0f, c.data(), sh.n);
           },
-          budget / 3);
-      profile::KernelPoint pt;
-      pt.m = static_cast<std::int64_t>(sh.m);
-      pt.n = static_cast<std::int64_t>(sh.n);
-      pt.k = static_cast<std::int64_t>(sh.k);
-      pt.rate =
-          FlopRate::flops_per_second(2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) *
-                                     static_cast<double>(sh.k) / s);
-      points.push_back(pt);
+          budget / 3));
     }
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   if (measures) {  // Attention forward and backward at the block's shape.
     std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), out(T * H), dq(T * H),
         dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
-    const double seq = static_cast<double>(d.seq_len);
-    const double flops = 2.0 * seq * seq * static_cast<double>(H);
-    const double fwd = time_per_call(
+    secs.push_back(time_per_call(
         [&] { math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(), out.data()); },
-        budget);
-    const double bwd = time_per_call(
+        budget));
+    secs.push_back(time_per_call(
         [&] {
           math::attention_backward(d, q.data(), k.data(), v.data(), probs.data(), out.data(),
                                    dq.data(), dk.data(), dv.data());
         },
-        budget);
+        budget));
+  }
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  const std::size_t n = T * std::max(H, F);
+  if (measures) {
+    // Memory-bound classes over the activations of one micro-batch (T x H floats, and T x F for
+    // the activation): RMSNorm reads x and writes y; SwiGLU reads 2 and writes 1; a residual
+    // add reads 2 and writes 1; a copy reads and writes. Classes not measured here get the
+    // element-wise figure (set_flat_memory_bound).
+    std::vector<float> x(n, 0.5f), y(n, 0.0f), z(n), g(H, 1.0f), r(T);
+    secs.push_back(time_per_call(
+        [&] { math::rmsnorm_forward(x.data(), g.data(), T, H, 1e-5f, y.data(), r.data()); },
+        budget / 2));
+    secs.push_back(time_per_call([&] { math::swiglu_forward(x.data(), y.data(), T * F, z.data()); },
+                                 budget / 2));
+    secs.push_back(time_per_call(
+        [&] {
+          for (std::size_t i = 0; i < T * H; ++i)
+            z[i] = x[i] + y[i];
+        },
+        budget / 2));
+    secs.push_back(time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget / 2));
+    std::vector<float> one(H, 1.0f), out(H);
+    float inv = 0.0f;
+    secs.push_back(time_per_call(
+        [&] { math::rmsnorm_forward(one.data(), g.data(), 1, H, 1e-5f, out.data(), &inv); },
+        budget / 4));
+    auto overhead = measure_op_overhead(budget);
+    if (!overhead.ok()) return overhead.error();
+    dev.op_overhead = *overhead;
+    wake = measure_wakeups(budget);
+  }
+  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+
+  // Median over the measuring ranks (ranks that did not measure send -1), and the spread of each
+  // figure over them: (max - min) / median, the largest one reported.
+  secs.resize(kCount, -1.0);
+  std::vector<double> all(rank == 0 ? kCount * static_cast<std::size_t>(world) : 0);
+  TAWPIPE_MPI(MPI_Gather(secs.data(), static_cast<int>(kCount), MPI_DOUBLE, all.data(),
+                         static_cast<int>(kCount), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  if (rank == 0) {
+    profile::RankSpread spread;
+    for (std::size_t f = 0; f < kCount; ++f) {
+      std::vector<double> v;
+      for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r)
+        if (all[r * kCount + f] > 0.0) v.push_back(all[r * kCount + f]);
+      std::sort(v.begin(), v.end());
+      const std::size_t m = v.size();
+      secs[f] = m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+      spread.count = static_cast<int>(m);
+      spread.spread = std::max(spread.spread, (v.back() - v.front()) / secs[f]);
+    }
+    if (spread.count > 1) dev.ranks = spread;
+    auto& points = dev.kernels[model::KernelClass::gemm];
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Shape& sh = shapes[i];
+      profile::KernelPoint pt;
+      pt.m = static_cast<std::int64_t>(sh.m);
+      pt.n = static_cast<std::int64_t>(sh.n);
+      pt.k = static_cast<std::int64_t>(sh.k);
+      pt.rate =
+          FlopRate::flops_per_second(2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) *
+                                     static_cast<double>(sh.k) / secs[kGemm0 + i]);
+      points.push_back(pt);
+    }
+    const double seq = static_cast<double>(d.seq_len);
+    const double flops = 2.0 * seq * seq * static_cast<double>(H);
     auto point = [&](double rate) {
       profile::KernelPoint pt;
       pt.batch = 1;
@@ -200,54 +281,26 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
       pt.rate = FlopRate::flops_per_second(rate);
       return pt;
     };
-    dev.kernels[model::KernelClass::attention_fwd] = {point(flops / fwd)};
-    dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / bwd)};
-  }
-  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
-  if (measures) {
-    // Memory-bound classes over the activations of one micro-batch (T x H floats, and T x F for
-    // the activation): RMSNorm reads x and writes y; SwiGLU reads 2 and writes 1; a residual
-    // add reads 2 and writes 1; a copy reads and writes. Classes not measured here get the
-    // element-wise figure (set_flat_memory_bound).
-    const std::size_t n = T * std::max(H, F);
-    std::vector<float> x(n, 0.5f), y(n, 0.0f), z(n), g(H, 1.0f), r(T);
-    const double norm = time_per_call(
-        [&] { math::rmsnorm_forward(x.data(), g.data(), T, H, 1e-5f, y.data(), r.data()); },
-        budget / 2);
-    const double act = time_per_call(
-        [&] { math::swiglu_forward(x.data(), y.data(), T * F, z.data()); }, budget / 2);
-    const double add = time_per_call(
-        [&] {
-          for (std::size_t i = 0; i < T * H; ++i)
-            z[i] = x[i] + y[i];
-        },
-        budget / 2);
-    const double copy = time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget / 2);
+    dev.kernels[model::KernelClass::attention_fwd] = {point(flops / secs[kAttnFwd])};
+    dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / secs[kAttnBwd])};
     const double th = 4.0 * static_cast<double>(T * H), tf = 4.0 * static_cast<double>(T * F);
-    profile::set_flat_memory_bound(dev, Bandwidth::bytes_per_second(2.0 * th / norm));
+    profile::set_flat_memory_bound(dev, Bandwidth::bytes_per_second(2.0 * th / secs[kNorm]));
     auto flat = [&](double bytes_per_second) {
       return std::vector<profile::KernelPoint>{
           profile::KernelPoint::flat_bandwidth(Bandwidth::bytes_per_second(bytes_per_second))};
     };
-    dev.kernels[model::KernelClass::norm] = flat(2.0 * th / norm);
-    dev.kernels[model::KernelClass::activation] = flat(3.0 * tf / act);
-    dev.kernels[model::KernelClass::residual] = flat(3.0 * th / add);
-    dev.kernels[model::KernelClass::copy] = flat(2.0 * 4.0 * static_cast<double>(n) / copy);
-    dev.memory_bandwidth = Bandwidth::bytes_per_second(2.0 * 4.0 * static_cast<double>(n) / copy);
-    std::vector<float> one(H, 1.0f), out(H);
-    float inv = 0.0f;
-    const double tiny = time_per_call(
-        [&] { math::rmsnorm_forward(one.data(), g.data(), 1, H, 1e-5f, out.data(), &inv); },
-        budget / 4);
-    dev.launch_overhead = SimTime::from_seconds(tiny);
-    auto overhead = measure_op_overhead(budget);
-    if (!overhead.ok()) return overhead.error();
-    dev.op_overhead = *overhead;
-    wake = measure_wakeups(budget);
+    const double copy_bytes = 2.0 * 4.0 * static_cast<double>(n);
+    dev.kernels[model::KernelClass::norm] = flat(2.0 * th / secs[kNorm]);
+    dev.kernels[model::KernelClass::activation] = flat(3.0 * tf / secs[kAct]);
+    dev.kernels[model::KernelClass::residual] = flat(3.0 * th / secs[kAdd]);
+    dev.kernels[model::KernelClass::copy] = flat(copy_bytes / secs[kCopy]);
+    dev.memory_bandwidth = Bandwidth::bytes_per_second(copy_bytes / secs[kCopy]);
+    dev.launch_overhead = SimTime::from_seconds(secs[kTiny]);
   }
-  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
 
-  auto comm = measure_communication(budget / 4);
+  // Rank 0 always measures; every rank takes its wake-up CPU time out of transfer CPU times.
+  TAWPIPE_MPI(MPI_Bcast(&wake.own_cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  auto comm = measure_communication(budget / 4, per_core, wake.own_cpu);
   if (!comm.ok()) return comm.error();
   profile::LinkProfile link;
   for (const profile::CommMeasurement& m : *comm) {

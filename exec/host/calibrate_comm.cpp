@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <functional>
 #include <vector>
 
@@ -22,6 +23,20 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::uint64_t> kSizes = {8,      4096,    16384,   65536,
                                            262144, 1 << 20, 4 << 20, 16 << 20};
 
+/// CPU time of the calling thread so far (seconds).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// One call's elapsed time (slowest member) and CPU time (busiest member's thread, less the
+/// CPU time of its wait's own wake-ups).
+struct Timing {
+  double elapsed = 0.0;
+  double cpu = 0.0;
+};
+
 Status wait_one(PostedOp& op) {
   return wait_all(
       std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr);
@@ -31,9 +46,12 @@ Status wait_one(PostedOp& op) {
 /// warm-up (connection set-up, first touch of the buffers), then kBatches batches of equal
 /// length, each batch's mean taken on its slowest rank (that rank's figure decides a collective),
 /// and the median batch. Medians of repeats keep one descheduled batch from bending a curve
-/// (single passes gave a 150 us 8-byte sendrecv next to a 7 us 4 KiB one).
+/// (single passes gave a 150 us 8-byte sendrecv next to a 7 us 4 KiB one). The CPU time is the
+/// median over the batches of the busiest rank's thread CPU time per call, less
+/// `wake_cpu` per sleep its waits took (those wake-ups are charged by host.wakeup_cost).
 constexpr int kBatches = 5;
-Expected<double> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm) {
+Expected<Timing> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm,
+                              double wake_cpu) {
   TAWPIPE_TRY(quiet_barrier(comm));
   TAWPIPE_TRY(once());
   auto t0 = Clock::now();
@@ -41,22 +59,29 @@ Expected<double> time_batches(const std::function<Status()>& once, double budget
   double first = std::chrono::duration<double>(Clock::now() - t0).count(), worst = 0.0;
   TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
   const int reps = std::clamp(static_cast<int>(budget / kBatches / std::max(worst, 1e-7)), 2, 100);
-  std::vector<double> batches;
+  std::vector<double> elapsed, cpu;
   for (int k = 0; k < kBatches; ++k) {
     TAWPIPE_TRY(quiet_barrier(comm));
     t0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
+    const std::uint64_t s0 = wait_sleeps_on_this_thread();
     for (int i = 0; i < reps; ++i)
       TAWPIPE_TRY(once());
-    double mine = std::chrono::duration<double>(Clock::now() - t0).count() / reps, slowest = 0.0;
-    TAWPIPE_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm));
-    batches.push_back(slowest);
+    const double sleeps = static_cast<double>(wait_sleeps_on_this_thread() - s0);
+    double mine[2] = {std::chrono::duration<double>(Clock::now() - t0).count() / reps,
+                      std::max(0.0, thread_cpu_seconds() - c0 - sleeps * wake_cpu) / reps};
+    double worst_of[2] = {0.0, 0.0};
+    TAWPIPE_MPI(MPI_Allreduce(mine, worst_of, 2, MPI_DOUBLE, MPI_MAX, comm));
+    elapsed.push_back(worst_of[0]);
+    cpu.push_back(std::min(worst_of[1], worst_of[0]));
   }
-  std::sort(batches.begin(), batches.end());
-  return batches[batches.size() / 2];
+  std::sort(elapsed.begin(), elapsed.end());
+  std::sort(cpu.begin(), cpu.end());
+  return Timing{elapsed[elapsed.size() / 2], cpu[cpu.size() / 2]};
 }
 
-Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
-                                 double budget) {
+Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
+                                 double budget, double wake_cpu) {
   int me = 0, size = 1;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   TAWPIPE_MPI(MPI_Comm_size(comm, &size));
@@ -81,11 +106,13 @@ Expected<double> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
         TAWPIPE_TRY(post_collective(a, op));
         return wait_one(op);
       },
-      budget, comm);
+      budget, comm, wake_cpu);
 }
 
-/// One-way time between ranks 0 and 1 of `comm` (half a ping-pong).
-Expected<double> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget) {
+/// One-way time between ranks 0 and 1 of `comm` (half a ping-pong). CPU time: each rank sends
+/// and receives once per round trip, so one rank's CPU time per round trip is what one message
+/// costs its sender and receiver together.
+Expected<Timing> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget, double wake_cpu) {
   int me = 0;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   std::vector<char> buf(std::max<std::uint64_t>(bytes, 1));
@@ -99,9 +126,9 @@ Expected<double> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget
         }
         return Status::success();
       },
-      budget, comm);
+      budget, comm, wake_cpu);
   if (!round_trip.ok()) return round_trip.error();
-  return *round_trip / 2.0;
+  return Timing{round_trip->elapsed / 2.0, std::min(round_trip->cpu, round_trip->elapsed / 2.0)};
 }
 
 }  // namespace
@@ -112,7 +139,9 @@ Status quiet_barrier(MPI_Comm comm) {
   return wait_one(op);
 }
 
-Expected<std::vector<profile::CommMeasurement>> measure_communication(double budget) {
+Expected<std::vector<profile::CommMeasurement>> measure_communication(double budget,
+                                                                      int ranks_per_core,
+                                                                      double wake_cpu) {
   int rank = 0, world = 1;
   TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
@@ -132,8 +161,13 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
       {profile::CommOp::all_gather, ir::CollectiveKind::all_gather},
       {profile::CommOp::reduce_scatter, ir::CollectiveKind::reduce_scatter}};
   for (int n : counts) {
+    // Members spread over the cores as evenly as the count allows (the simulator assumes it,
+    // sim/network/mpi_shm.h): all ranks, or for 2 ranks rank 0 and the first rank of the next
+    // core, so that a pair's curve describes two cores, not two ranks taking turns on one.
+    const int partner = std::min(std::max(ranks_per_core, 1), world - 1);
+    const bool member = n == world || rank == 0 || (n == 2 && rank == partner);
     MPI_Comm sub = MPI_COMM_NULL;
-    TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &sub));
+    TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &sub));
     MpiComm owner(sub);
     auto measure = [&](profile::CommOp op, auto&& time_at) -> Status {
       profile::CommMeasurement m;
@@ -141,24 +175,26 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
       m.scope = profile::CommScope::shared_memory;
       m.ranks = n;
       for (std::uint64_t bytes : kSizes) {
-        double s = 0.0;
-        if (rank < n) {
-          auto t = time_at(bytes);
-          if (!t.ok()) return t.error();
-          s = *t;
+        Timing t;
+        if (member) {
+          auto measured = time_at(bytes);
+          if (!measured.ok()) return measured.error();
+          t = *measured;
         }
-        m.points.push_back({Bytes(bytes), SimTime::from_seconds(s)});
+        m.points.push_back(
+            {Bytes(bytes), SimTime::from_seconds(t.elapsed), SimTime::from_seconds(t.cpu)});
       }
       out.push_back(std::move(m));
       return Status::success();
     };
     if (n == 2) {
-      TAWPIPE_TRY(measure(profile::CommOp::sendrecv,
-                          [&](std::uint64_t b) { return time_sendrecv(b, sub, budget); }));
+      TAWPIPE_TRY(measure(profile::CommOp::sendrecv, [&](std::uint64_t b) {
+        return time_sendrecv(b, sub, budget, wake_cpu);
+      }));
     }
     for (const auto& [op, kind] : ops) {
       TAWPIPE_TRY(measure(op, [&, k = kind](std::uint64_t b) {
-        return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget);
+        return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget, wake_cpu);
       }));
     }
     TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
@@ -166,11 +202,15 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
   // Every rank returns rank 0's figures (ranks outside a sub-communicator measured nothing).
   for (auto& m : out) {
     std::vector<double> s;
-    for (const auto& p : m.points)
+    for (const auto& p : m.points) {
       s.push_back(p.time.seconds());
+      s.push_back(p.cpu->seconds());
+    }
     TAWPIPE_MPI(MPI_Bcast(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    for (std::size_t i = 0; i < s.size(); ++i)
-      m.points[i].time = SimTime::from_seconds(s[i]);
+    for (std::size_t i = 0; i < m.points.size(); ++i) {
+      m.points[i].time = SimTime::from_seconds(s[2 * i]);
+      m.points[i].cpu = SimTime::from_seconds(s[2 * i + 1]);
+    }
     // The profile schema rejects times over a second (a sign of a broken run); a point that slow
     // means a badly loaded machine: keep the smaller sizes, the model extrapolates past them.
     std::erase_if(m.points, [](const profile::CommPoint& p) { return p.time.seconds() >= 1.0; });

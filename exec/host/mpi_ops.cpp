@@ -146,6 +146,14 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
   return Status::success();
 }
 
+namespace {
+thread_local std::uint64_t t_wait_sleeps = 0;
+}  // namespace
+
+std::uint64_t wait_sleeps_on_this_thread() {
+  return t_wait_sleeps;
+}
+
 Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>& on_done,
                 const std::atomic<bool>* stop) {
   std::vector<MPI_Request> requests(ops.size());
@@ -187,6 +195,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       ++polls;  // test again at once: a message about to land costs no sleep
     } else {
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+      ++t_wait_sleeps;
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();

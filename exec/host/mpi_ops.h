@@ -143,6 +143,10 @@ Status run_alone(const CollectiveArgs& args);
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out);
 
+/// Sleeps wait_all has taken on the calling thread so far (each one a wake-up): calibration
+/// takes the wake-ups' own CPU time out of a transfer's measured CPU time.
+std::uint64_t wait_sleeps_on_this_thread();
+
 /// Waits, without spinning (see above), until every op of `ops` completed; calls
 /// `on_done(index)` once per op as it completes (after copying staged output back). Returns
 /// early, with ops still pending, when `stop` (may be null) becomes true.

@@ -50,15 +50,14 @@ Steps ring_steps(ShmOp op, double bytes, int p) {
   return {1.0, bytes};
 }
 
-}  // namespace
+using Points = std::vector<std::pair<double, SimTime>>;
 
-void monotone_envelope(ShmCurve& c) {
-  for (std::size_t i = c.points.size(); i-- > 1;)
-    c.points[i - 1].second = std::min(c.points[i - 1].second, c.points[i].second);
+void envelope(Points& p) {
+  for (std::size_t i = p.size(); i-- > 1;)
+    p[i - 1].second = std::min(p[i - 1].second, p[i].second);
 }
 
-SimTime curve_time(const ShmCurve& c, double bytes) {
-  const auto& p = c.points;
+SimTime interpolate(const Points& p, double bytes) {
   if (p.size() == 1 || bytes <= p.front().first) return p.front().second;
   for (std::size_t i = 1; i < p.size(); ++i) {
     if (bytes <= p[i].first) {
@@ -74,6 +73,34 @@ SimTime curve_time(const ShmCurve& c, double bytes) {
   const double slope =
       std::max(0.0, (b.second.seconds() - a.second.seconds()) / std::max(b.first - a.first, 1.0));
   return seconds_up(b.second.seconds() + slope * (bytes - b.first));
+}
+
+/// A measured cost of one call: core-free latency and one member's core work (see the header);
+/// `per_core` members of the measurement took turns on one core.
+ShmCost split(const ShmCurve& c, double bytes, int per_core) {
+  const SimTime total = curve_time(c, bytes);
+  if (!c.cpu.empty()) {
+    const SimTime work = curve_cpu(c, bytes);
+    const SimTime busy = work * per_core;
+    return {total > busy ? total - busy : SimTime(), work, true};
+  }
+  const SimTime lat = c.points.front().second;
+  return {lat, total > lat ? total - lat : SimTime()};
+}
+
+}  // namespace
+
+void monotone_envelope(ShmCurve& c) {
+  envelope(c.points);
+  envelope(c.cpu);
+}
+
+SimTime curve_time(const ShmCurve& c, double bytes) {
+  return interpolate(c.points, bytes);
+}
+
+SimTime curve_cpu(const ShmCurve& c, double bytes) {
+  return std::min(interpolate(c.cpu, bytes), curve_time(c, bytes));
 }
 
 std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
@@ -103,18 +130,26 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
         break;
     }
     c.ranks = m.ranks;
-    for (const profile::CommPoint& pt : m.points)
+    const bool with_cpu = std::all_of(m.points.begin(), m.points.end(),
+                                      [](const profile::CommPoint& pt) { return pt.cpu; });
+    for (const profile::CommPoint& pt : m.points) {
       c.points.emplace_back(static_cast<double>(pt.size.count()), pt.time);
-    std::sort(c.points.begin(), c.points.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (with_cpu) c.cpu.emplace_back(static_cast<double>(pt.size.count()), *pt.cpu);
+    }
+    auto by_size = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::sort(c.points.begin(), c.points.end(), by_size);
+    std::sort(c.cpu.begin(), c.cpu.end(), by_size);
     monotone_envelope(c);
     curves.push_back(std::move(c));
   }
   return curves;
 }
 
-MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta)
-    : curves_(std::move(curves)), alpha_(alpha), beta_(beta > 0.0 ? beta : 1.0) {
+MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta, int cores)
+    : curves_(std::move(curves)),
+      alpha_(alpha),
+      beta_(beta > 0.0 ? beta : 1.0),
+      cores_(std::max(cores, 1)) {
   curves_.erase(std::remove_if(curves_.begin(), curves_.end(),
                                [](const ShmCurve& c) { return c.points.empty(); }),
                 curves_.end());
@@ -134,11 +169,7 @@ bool MpiShmModel::measured(ShmOp op) const {
 }
 
 ShmCost MpiShmModel::p2p(double bytes) const {
-  if (const ShmCurve* c = find(ShmOp::sendrecv, 2)) {
-    const SimTime lat = c->points.front().second;
-    const SimTime total = curve_time(*c, bytes);
-    return {lat, total > lat ? total - lat : SimTime()};
-  }
+  if (const ShmCurve* c = find(ShmOp::sendrecv, 2)) return split(*c, bytes, 1);
   return {alpha_, seconds_up(bytes / beta_)};
 }
 
@@ -146,19 +177,17 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
   const ShmOp op = shm_op(kind);
   const Steps want = ring_steps(op, bytes, ranks);
   if (const ShmCurve* c = find(op, ranks)) {
-    if (c->ranks == ranks) {
-      const SimTime lat = c->points.front().second;
-      const SimTime total = curve_time(*c, bytes);
-      return {lat, total > lat ? total - lat : SimTime()};
-    }
+    const int per_core = (c->ranks + std::min(c->ranks, cores_) - 1) / std::min(c->ranks, cores_);
+    const ShmCost measured = split(*c, bytes, per_core);
+    if (c->ranks == ranks) return measured;
     // Another rank count: scale its latency by the step counts and its copy work by the bytes
     // each member moves in sequence.
     const Steps have = ring_steps(op, bytes, c->ranks);
-    const double lat = c->points.front().second.seconds();
-    const double work = std::max(0.0, curve_time(*c, bytes).seconds() - lat);
+    const double lat = measured.latency.seconds();
+    const double work = measured.work.seconds();
     const double moved_have = std::max(have.count * have.chunk_bytes, 1.0);
     return {seconds_up(lat * want.count / have.count),
-            seconds_up(work * want.count * want.chunk_bytes / moved_have)};
+            seconds_up(work * want.count * want.chunk_bytes / moved_have), measured.per_member};
   }
   return {seconds_up(alpha_.seconds() * want.count),
           seconds_up(want.count * want.chunk_bytes / beta_)};

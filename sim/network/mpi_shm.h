@@ -5,14 +5,27 @@
 /// same point-to-point path) are rounds of such copies.
 ///
 /// A transfer costs a latency that uses no core, then copy work that runs on cores and is
-/// shared with the compute ops there (sim/run/core_sharing.h):
+/// shared with the compute ops there (sim/run/core_sharing.h). With the CPU time C of a call
+/// measured beside its elapsed time T (profile point `cpu`, the thread CPU time of the busiest
+/// member, calibration's wait wake-ups excluded):
 ///
-///     send/recv of b bytes:   latency = T_p2p(smallest measured size)
-///                             work    = T_p2p(b) - latency     on the receiver's core
-///     collective on P ranks:  latency = T_op,P(smallest size)
-///                             work    = T_op,P(b) - latency    on the cores of all members
+///     send/recv of b bytes:   work    = C_p2p(b)               on the receiver's core
+///                             latency = T_p2p(b) - work        (no core: handshakes, the peer)
+///     collective on P ranks:  work    = C_op,P(b) x m          on the cores that copy
+///                             latency = T_op,P(b) - C_op,P(b) x k
 ///
-/// T comes from measured curves (`tawexec calibrate --backend host`, profile `communication`
+/// where C is one member's CPU time, m the most copying members the run places on one core
+/// (sim/run/host_cpu.cpp) and k the most the calibration placed on one core: calibration spreads
+/// a curve's members evenly over the host's cores (exec/host/calibrate_comm.h), k = ceil(P /
+/// min(P, cores)); their turns on a shared core are core work, not latency. A message's C is
+/// what it costs sender and receiver together (one rank's CPU time per ping-pong round trip),
+/// charged to the receiver, which does the copy.
+///
+/// so only the time a transfer really keeps a core busy slows the compute beside it, and only
+/// that part stretches when the core is shared. Curves without CPU times (older profiles) count
+/// everything past the smallest size's time as work: latency = T(smallest), work = T(b) - that.
+///
+/// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
 /// entries with scope shared_memory), made non-decreasing in size (monotone_envelope), interpolated
 /// linearly in log(size) between points and extended past the largest point at the slope of its
 /// last two points (a bandwidth). A collective whose rank count was not measured uses the curve of
@@ -49,21 +62,32 @@ struct ShmCurve {
   ShmOp op = ShmOp::sendrecv;
   int ranks = 2;
   std::vector<std::pair<double, SimTime>> points;  ///< (bytes, time)
+  /// (bytes, CPU time) at the same sizes, or empty when the profile measured none.
+  std::vector<std::pair<double, SimTime>> cpu;
 };
 
 /// A transfer's cost: a core-free latency, then copy work on cores.
 struct ShmCost {
   SimTime latency;
   SimTime work;
+  /// True when `work` is one member's measured CPU time (a core with m copying members owes
+  /// m x work); false for curves without CPU times and for the fallback, whose work already
+  /// describes the whole transfer.
+  bool per_member = false;
 };
 
 /// The shared-memory transport model of one host.
 class MpiShmModel {
  public:
-  /// `alpha`, `beta_bytes_per_second`: the fallback per-message latency and copy bandwidth.
-  MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta_bytes_per_second);
+  /// `alpha`, `beta_bytes_per_second`: the fallback per-message latency and copy bandwidth;
+  /// `cores_per_host`: the cores calibration spread a curve's members over.
+  MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta_bytes_per_second,
+              int cores_per_host = 1);
 
+  /// One message; `work` is due on the receiver's core.
   ShmCost p2p(double bytes) const;
+  /// One collective; `work` is one member's, due on each copying member's core (a core with m
+  /// copying members owes m x work).
   ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks) const;
   /// True when `op` has a measured curve (for reports).
   bool measured(ShmOp op) const;
@@ -73,19 +97,24 @@ class MpiShmModel {
   std::vector<ShmCurve> curves_;
   SimTime alpha_;
   double beta_ = 1.0;
+  int cores_ = 1;
 };
 
 /// The shared-memory curves of `profile` (may be null): its `communication` entries with scope
 /// shared_memory. A version-1 profile has none.
 std::vector<ShmCurve> shm_curves(const profile::Profile* profile);
 
-/// Makes the curve's times non-decreasing in size by lowering each point to the smallest time at
-/// any larger size: more bytes never take less time, and interference on a shared machine only
-/// adds time, so a point above a larger size's time is noise (a descheduled measurement), not a
-/// cost. Points must be sorted by size.
+/// Makes the curve's times (and CPU times) non-decreasing in size by lowering each point to the
+/// smallest time at any larger size: more bytes never take less time, and interference on a
+/// shared machine only adds time, so a point above a larger size's time is noise (a descheduled
+/// measurement), not a cost. Points must be sorted by size.
 void monotone_envelope(ShmCurve& curve);
 
 /// Time of `curve` at `bytes` (interpolation as described above). Precondition: >= 1 point.
 SimTime curve_time(const ShmCurve& curve, double bytes);
+
+/// CPU time of `curve` at `bytes` (same interpolation), at most curve_time. Precondition:
+/// `curve.cpu` is not empty.
+SimTime curve_cpu(const ShmCurve& curve, double bytes);
 
 }  // namespace tawpipe::sim

@@ -10,7 +10,8 @@ CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done)
     : engine_(engine),
       on_done_(std::move(on_done)),
       on_core_(static_cast<std::size_t>(std::max(cores, 1))),
-      background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob) {
+      background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob),
+      busy_log_(static_cast<std::size_t>(std::max(cores, 1))) {
   handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
 }
 
@@ -34,11 +35,26 @@ void CoreSharing::add_background(int core, SimTime work, std::uint64_t token) {
     return;
   }
   background_[static_cast<std::size_t>(core)] =
-      start_job(std::span<const int>(&core, 1), SimTime(), work, token);
+      start_job(std::span<const int>(&core, 1), SimTime(), work, token, true);
+}
+
+SimTime CoreSharing::busy_until(int core, SimTime t) const {
+  const auto& log = busy_log_[static_cast<std::size_t>(core)];
+  auto it = std::upper_bound(log.begin(), log.end(), t,
+                             [](SimTime x, const BusyMark& m) { return x < m.at; });
+  if (it == log.begin()) return SimTime();
+  --it;
+  return it->busy ? it->busy_before + (t - it->at) : it->busy_before;
+}
+
+SimTime CoreSharing::busy_between(int core, SimTime from) const {
+  const SimTime now = engine_.now();
+  if (from >= now) return SimTime();
+  return busy_until(core, now) - busy_until(core, from);
 }
 
 std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                                     std::uint64_t token) {
+                                     std::uint64_t token, bool background) {
   assert(!cores.empty());
   std::uint32_t id = 0;
   if (!free_.empty()) {
@@ -58,6 +74,7 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
   j.remaining_ps = static_cast<double>(work.picoseconds());
   j.token = token;
   j.live = true;
+  j.background = background;
   if (delay > SimTime()) {
     engine_.schedule_after(delay, Event{handler_, kDelayDone, id});
   } else {
@@ -102,6 +119,12 @@ void CoreSharing::leave(std::uint32_t id) {
 
 void CoreSharing::rerate(int core) {
   const SimTime now = engine_.now();
+  const auto& on = on_core_[static_cast<std::size_t>(core)];
+  const bool busy =
+      std::any_of(on.begin(), on.end(), [&](std::uint32_t id) { return !jobs_[id].background; });
+  auto& log = busy_log_[static_cast<std::size_t>(core)];
+  if (log.empty() ? busy : log.back().busy != busy)
+    log.push_back({now, busy_until(core, now), busy});
   for (std::uint32_t id : on_core_[static_cast<std::size_t>(core)]) {
     Job& j = jobs_[id];
     const double rate = share(j);

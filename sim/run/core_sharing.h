@@ -56,6 +56,11 @@ class CoreSharing {
     return static_cast<int>(on_core_[static_cast<std::size_t>(core)].size());
   }
 
+  /// How long core `core` ran at least one job other than its background job between `from`
+  /// and now: the time a thread there computed or copied, which a wake-up beside it slows
+  /// (an idle core loses nothing to one). O(log transitions).
+  SimTime busy_between(int core, SimTime from) const;
+
  private:
   enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1 };
   struct Job {
@@ -66,11 +71,20 @@ class CoreSharing {
     std::uint64_t token = 0;
     EventHandle done;
     bool live = false;
-    bool on_cores = false;  ///< past its delay, with work: counted in on_core_
+    bool on_cores = false;    ///< past its delay, with work: counted in on_core_
+    bool background = false;  ///< a core's background job (add_background)
+  };
+  /// A change of a core between busy and idle: when, the busy time before it, the new state.
+  struct BusyMark {
+    SimTime at;
+    SimTime busy_before;
+    bool busy = false;
   };
 
   std::uint32_t start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                          std::uint64_t token);
+                          std::uint64_t token, bool background = false);
+  /// Busy time of `core` from the start up to `t` (t <= now).
+  SimTime busy_until(int core, SimTime t) const;
   void handle(const Event& event);
   void join(std::uint32_t job);
   void leave(std::uint32_t job);
@@ -85,7 +99,8 @@ class CoreSharing {
   std::vector<std::uint32_t> free_;
   std::vector<std::vector<std::uint32_t>> on_core_;  ///< job ids per core
   static constexpr std::uint32_t kNoJob = ~std::uint32_t{0};
-  std::vector<std::uint32_t> background_;  ///< per core: its background job, or kNoJob
+  std::vector<std::uint32_t> background_;        ///< per core: its background job, or kNoJob
+  std::vector<std::vector<BusyMark>> busy_log_;  ///< per core, in time order
 };
 
 }  // namespace tawpipe::sim

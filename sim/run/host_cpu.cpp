@@ -2,9 +2,10 @@
 // their rank's core (sim/run/core_sharing.h); sends, receives and collectives take MPI's
 // shared-memory transport time (sim/network/mpi_shm.h), whose copy work shares the cores of the
 // ranks that copy the bytes (the receiver's for a message; for a collective the members that
-// receive: a reduce's root, a broadcast's non-roots, every member of the others). A waiting
-// communication thread wakes up to test MPI (common/host_wait.h) and every wake-up costs its
-// core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait are
+// receive: a reduce's root, a broadcast's non-roots, every member of the others). Only the
+// measured CPU time of a transfer is core work; the rest of its time is core-free latency. A
+// waiting communication thread wakes up to test MPI (common/host_wait.h) and every wake-up costs
+// its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait are
 // charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
 #include <algorithm>
 
@@ -34,7 +35,8 @@ void Executor::init_host_cpu() {
     beta = network_.link_bytes_per_second(l.id);
     break;
   }
-  shm_ = std::make_unique<MpiShmModel>(shm_curves(options_.profile), alpha, beta);
+  shm_ =
+      std::make_unique<MpiShmModel>(shm_curves(options_.profile), alpha, beta, host.cores_per_host);
   // The interpreter's and stream threads' cost per op (measured by calibration): added to the
   // core work of compute ops and to the latency of transfers.
   if (options_.profile != nullptr && topology_.num_gpus() > 0) {
@@ -51,11 +53,25 @@ void Executor::init_host_cpu() {
 
 void Executor::charge_wakeups(std::size_t g) {
   if (wakeup_cost_ <= SimTime()) return;
-  const SimTime waited = engine_.now() - res_.op_start[g];
-  const double wakes =
-      host_wait::wakeups(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000);
-  if (wakes <= 0.0) return;
+  // One communication thread waits for all the ops of a unit (an IR group, posted as one batch,
+  // exec/host/host_backend.cpp) in one wait_all, whose sleep schedule restarts at each
+  // completion: the wake-ups of a unit are those of the intervals between its completions, not
+  // one full wait per op.
+  const auto unit = idx(rt_[g].unit);
+  if (unit_last_done_.size() < units_.size()) unit_last_done_.resize(units_.size());
+  const SimTime since = std::max(res_.op_start[g], unit_last_done_[unit]);
+  unit_last_done_[unit] = engine_.now();
+  const SimTime waited = engine_.now() - since;
   const int core = core_of_rank(rt_[g].rank);
+  // A wake-up costs progress only to a thread running on the core (calibration measures it
+  // beside a GEMM loop); the wake-ups of a wait while the core idles (every rank there waiting)
+  // cost nothing. The wake-ups are spread over the wait as its busy share.
+  const SimTime busy = cores_->busy_between(core, since);
+  if (waited <= SimTime() || busy <= SimTime()) return;
+  const double wakes =
+      host_wait::wakeups(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000) *
+      static_cast<double>(busy.picoseconds()) / static_cast<double>(waited.picoseconds());
+  if (wakes <= 0.0) return;
   const auto work = SimTime::ps(
       static_cast<std::int64_t>(wakes * static_cast<double>(wakeup_cost_.picoseconds())));
   cores_->add_background(core, work, kBackgroundToken);
@@ -98,7 +114,22 @@ void Executor::start_collective_shm(std::uint32_t inst) {
   const ShmCost cost =
       shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
                        static_cast<int>(members.size()));
-  cores_->start(scratch_cores_, cost.latency + op_overhead_, cost.work, kCollectiveToken | inst);
+  // With one member's CPU time, a core with m copying members owes m members' work (they take
+  // turns on it); the job runs on all those cores at the rate of the slowest share, so it
+  // carries the largest m.
+  std::int64_t per_core = 1;
+  if (cost.per_member) {
+    std::sort(scratch_cores_.begin(), scratch_cores_.end());
+    for (std::size_t i = 0; i < scratch_cores_.size();) {
+      std::size_t j = i;
+      while (j < scratch_cores_.size() && scratch_cores_[j] == scratch_cores_[i])
+        ++j;
+      per_core = std::max(per_core, static_cast<std::int64_t>(j - i));
+      i = j;
+    }
+  }
+  cores_->start(scratch_cores_, cost.latency + op_overhead_, cost.work * per_core,
+                kCollectiveToken | inst);
 }
 
 void Executor::on_core_done(std::uint64_t token) {

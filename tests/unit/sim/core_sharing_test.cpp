@@ -69,6 +69,28 @@ TEST(CoreSharing, TwoCoreJobTakesItsSmallestShare) {
   EXPECT_EQ(h.done[1], ms(3));
 }
 
+TEST(CoreSharing, BusyTimeCountsJobsButNotTheBackground) {
+  // Core 0: a job from 1 to 3 ms (delay 1 ms, work 2 ms), then only background work (3 to 4 ms).
+  // At 5 ms: busy 2 ms since 0, 1 ms since 2 ms, none since 3 ms.
+  Harness h;
+  const int c0 = 0;
+  h.cores.start(std::span<const int>(&c0, 1), ms(1), ms(2), 1);
+  std::map<double, SimTime> seen;
+  h.engine.schedule_after(
+      ms(3), Event{h.engine.add_handler([&](const Event&) { h.cores.add_background(0, ms(1), 9); }),
+                   0, 0});
+  h.engine.schedule_after(ms(5), Event{h.engine.add_handler([&](const Event&) {
+                                         for (double from : {0.0, 2.0, 3.0})
+                                           seen[from] = h.cores.busy_between(0, ms(from));
+                                       }),
+                                       0, 0});
+  h.engine.run();
+  EXPECT_EQ(seen[0.0], ms(2));
+  EXPECT_EQ(seen[2.0], ms(1));
+  EXPECT_EQ(seen[3.0], SimTime());
+  EXPECT_EQ(h.cores.busy_between(1, SimTime()), SimTime());
+}
+
 TEST(MpiShm, CurveInterpolatesInLogSizeAndExtrapolatesAtTheLastSlope) {
   ShmCurve c;
   c.op = ShmOp::sendrecv;
@@ -109,6 +131,35 @@ TEST(MpiShm, CostSplitsLatencyAndCopyWork) {
   // No all-gather curve: ring fallback, 3 steps of b/4 at 1 GB/s on 4 ranks, 3 latencies of 0.
   const ShmCost ag = m.collective(ir::CollectiveKind::all_gather, 4e6, 4);
   EXPECT_EQ(ag.work, ms(3.0));
+}
+
+TEST(MpiShm, CpuTimesAreTheWorkAndTheRestIsLatency) {
+  // A message of 1 MiB takes 0.5 ms, 0.3 ms of it on a core: work 0.3 ms, latency 0.2 ms.
+  ShmCurve p;
+  p.op = ShmOp::sendrecv;
+  p.points = {{8.0, ms(0.01)}, {1048576.0, ms(0.5)}};
+  p.cpu = {{8.0, ms(0.004)}, {1048576.0, ms(0.3)}};
+  // An all-gather on 4 ranks measured on 2 cores (2 members per core): 1 ms, 0.4 ms of CPU
+  // time per member, so 0.8 ms of turns on each core and 0.2 ms of latency.
+  ShmCurve ag;
+  ag.op = ShmOp::all_gather;
+  ag.ranks = 4;
+  ag.points = {{4096.0, ms(0.1)}, {1048576.0, ms(1.0)}};
+  ag.cpu = {{4096.0, ms(0.03)}, {1048576.0, ms(0.4)}};
+  const MpiShmModel m({p, ag}, SimTime(), 1e9, 2);
+  const ShmCost msg = m.p2p(1048576.0);
+  EXPECT_EQ(msg.work, ms(0.3));
+  EXPECT_EQ(msg.latency, ms(0.2));
+  EXPECT_TRUE(msg.per_member);
+  const ShmCost all = m.collective(ir::CollectiveKind::all_gather, 1048576.0, 4);
+  EXPECT_EQ(all.work, ms(0.4));
+  EXPECT_EQ(all.latency, ms(0.2));
+  EXPECT_TRUE(all.per_member);
+  // A CPU time above the elapsed time (clock granularity) is capped: no negative latency.
+  ShmCurve odd = p;
+  odd.cpu = {{8.0, ms(0.02)}, {1048576.0, ms(0.6)}};
+  EXPECT_EQ(curve_cpu(odd, 1048576.0), ms(0.5));
+  EXPECT_EQ(MpiShmModel({odd}, SimTime(), 1e9, 2).p2p(1048576.0).latency, SimTime());
 }
 
 }  // namespace
