@@ -314,10 +314,9 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
 
   // Probes are independent simulations (no shared state): with threads to spare (not inside a
   // parallel sweep, which sets Workload::threads = 1) the ones a base needs run side by side,
-  // the largest first (the two threads then finish together). `speculative` probes fill threads
-  // the needed ones leave idle: they may turn out unused, but cost no wall time (only CPU time
-  // that an idle core would not have spent), and the checks read the same probes whether they
-  // ran here or later, so the result does not depend on them.
+  // the largest first (the two threads then finish together). `speculative` probes run beside
+  // them: they may turn out unused (CPU time an idle core would not have spent), and the checks
+  // read the same probes whether they ran here or later, so the result does not depend on them.
   const unsigned threads = workload.threads > 0 ? static_cast<unsigned>(workload.threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
   std::int64_t m = 0;  // the workload's micro-batches per worker
@@ -328,9 +327,10 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     std::erase_if(speculative, [&](std::int64_t c) {
       return known(c) || std::find(counts.begin(), counts.end(), c) != counts.end();
     });
-    for (std::size_t i = 0; i < speculative.size() && counts.size() % threads != 0; ++i)
-      if (speculative[i] < m) counts.push_back(speculative[i]);
-    if (threads < 2 || counts.size() < 2) return;
+    if (threads < 2) return;
+    for (const std::int64_t c : speculative)
+      if (c < m) counts.push_back(c);
+    if (counts.size() < 2) return;
     std::sort(counts.begin(), counts.end(), std::greater<>());
     std::vector<std::optional<Expected<SimOutput>>> results(counts.size());
     std::atomic<std::size_t> next{0};
@@ -367,8 +367,9 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   generated.emplace(kBases[0], std::move(*first));
 
   std::string reason = "the rounds did not repeat within the probes";
-  int split_bases = 0;  // consecutive bases that missed only on the compute / exposed split
-  int drift_bases = 0;  // consecutive bases whose iteration time missed at every step length
+  int split_bases = 0;        // consecutive bases that missed only on the compute / exposed split
+  int drift_bases = 0;        // consecutive bases whose iteration time missed at every step length
+  bool memory_missed = true;  // the last base tried missed on peak memory at some step length
   for (const std::int64_t base0 : kBases) {
     // Same parity as m, so that every step length up to kMaxStep lands on m.
     const std::int64_t base = base0 + ((m - base0) % kMaxStep + kMaxStep) % kMaxStep;
@@ -380,15 +381,22 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     // The first base's validation probe is prefetched too (most methods fold there, and it is
     // small); a later base's only once its probes repeat, so that a method that does not fold
     // (WeiPipe under contention) does not pay for it.
-    // When a thread would idle, the probe most likely needed next runs beside them: the
-    // validation probe of step 1 after a base that missed only on the split (WeiPipe: ops, bytes
-    // and memory already repeat, the next base usually folds), else the last probe of step 2
-    // (1F1B: its peak memory, link times and period-2 rounds settle over several bases).
+    // The probes most likely needed next run beside them: the validation probe of step 1 after
+    // a base that missed only on the split (WeiPipe: ops, bytes and memory already repeat, the
+    // next base usually folds at step 1); else the last probe of step 2, and once the peak
+    // memory repeated at the base before, the validation probe of step 2 too (1F1B: its link
+    // times and period-2 rounds settle a base or two after its memory).
     if (base0 == kBases[0]) {
       prefetch({base, base + 1, base + 2, 2 * base + 2}, {});
+    } else if (split_bases > 0) {
+      prefetch({base, base + 1, base + 2}, {2 * base + 2});
+    } else if (memory_missed) {
+      prefetch({base, base + 1, base + 2}, {base + 2 * kMaxStep});
     } else {
-      prefetch({base, base + 1, base + 2}, {split_bases > 0 ? 2 * base + 2 : base + 2 * kMaxStep});
+      prefetch({base, base + 1, base + 2},
+               {base + 2 * kMaxStep, base + 2 * kMaxStep + kMaxStep * ((base + 1) / kMaxStep)});
     }
+    memory_missed = false;
     // Only the compute / exposed-communication split missed at every step length, at this base
     // and the one before: ops, bytes and memory already repeat, and the split drifts with the
     // micro-batch count (fold.h: ranks running ahead of WeiPipe's ring under the contention
@@ -425,6 +433,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
         reason = miss_reason(miss, base + 2 * step);
         split_only = split_only && miss == Miss::split;
         drift = drift && miss == Miss::iteration;
+        memory_missed = memory_missed || miss == Miss::memory;
         // The warm-up may end between a and b: when the validation probe has run (the first
         // base; a thread to spare; or it is the next step length's last probe, needed anyway),
         // b, c and it are a probe set too, k steps apart.
