@@ -353,6 +353,23 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
       if (results[i] && results[i]->ok()) probes.emplace(counts[i], std::move(**results[i]));
   };
 
+  // A base's probes are worth it only when they (3 + validation, step 1) cost less than the
+  // iteration; the base is moved to the count's parity, so that every step length up to
+  // kMaxStep lands on it.
+  const auto aligned = [](std::int64_t base0, std::int64_t count) {
+    return base0 + ((count - base0) % kMaxStep + kMaxStep) % kMaxStep;
+  };
+  const auto too_few = [](std::int64_t base, std::int64_t count) { return 5 * base + 5 >= count; };
+  const auto too_few_reason = [](std::int64_t count) {
+    return "too few micro-batches to fold (" + std::to_string(count) + ")";
+  };
+  // Micro-batches given per worker and no global batch: m is known without the first probe's
+  // program, and a workload too small to fold does not generate one (at 1024 GPUs with 8
+  // micro-batches that probe cost a quarter of TawPipe's instructions).
+  if (const std::int64_t given = workload.train.micro_batches;
+      given > 0 && workload.train.global_batch == 0 && too_few(aligned(kBases[0], given), given))
+    return simulate_whole(workload, variant, options, too_few_reason(given), given);
+
   // The workload's own micro-batch count, from the worker count of the first probe's program
   // (generated here, simulated with the first base's other probes).
   auto first = program_of(kBases[0], 0);
@@ -371,11 +388,9 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   int drift_bases = 0;        // consecutive bases whose iteration time missed at every step length
   bool memory_missed = true;  // the last base tried missed on peak memory at some step length
   for (const std::int64_t base0 : kBases) {
-    // Same parity as m, so that every step length up to kMaxStep lands on m.
-    const std::int64_t base = base0 + ((m - base0) % kMaxStep + kMaxStep) % kMaxStep;
-    // Worth it only when the probes (3 + validation, step 1) cost less than the iteration.
-    if (5 * base + 5 >= m) {
-      if (base0 == kBases[0]) reason = "too few micro-batches to fold (" + std::to_string(m) + ")";
+    const std::int64_t base = aligned(base0, m);
+    if (too_few(base, m)) {
+      if (base0 == kBases[0]) reason = too_few_reason(m);
       break;
     }
     // The first base's validation probe is prefetched too (most methods fold there, and it is
