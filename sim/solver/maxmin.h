@@ -131,6 +131,9 @@ class MaxMinSystem {
  public:
   /// Relative tolerance of the saturation and tie rules (see "Numerical care").
   static constexpr double kRelativeEpsilon = 1e-12;
+  /// Relative margin by which a constraint's capacity must exceed the summed bounds of its
+  /// variables to be left out of progressive filling (it can then never fix a rate).
+  static constexpr double kDemandMargin = 1e-9;
 
   // --- Constraints ---------------------------------------------------------------------------
 
@@ -229,6 +232,7 @@ class MaxMinSystem {
     // Solver scratch, meaningful during a solve of the constraint's component.
     double remaining = 0.0;      ///< R_i
     double unfixed_usage = 0.0;  ///< U_i
+    double demand = 0.0;         ///< sum_j a_ij b_j over the component's variables (fill)
     std::uint32_t unfixed = 0;   ///< unfixed elements on it
     std::uint32_t exact_at = 0;  ///< `unfixed` when R_i and U_i were last recomputed exactly
     std::uint32_t version = 0;   ///< bumped when R_i or U_i change, to spot stale heap keys
@@ -256,7 +260,10 @@ class MaxMinSystem {
     std::uint32_t version;  ///< constraints only
     bool is_bound;          ///< true: a variable's bound; false: a constraint
   };
-  static bool heap_after(const HeapKey& a, const HeapKey& b);
+  /// The heap's order (a function object, so that the std heap algorithms inline it).
+  struct HeapAfter {
+    bool operator()(const HeapKey& a, const HeapKey& b) const;
+  };
 
   Constraint& cnst(ConstraintId c);
   const Constraint& cnst(ConstraintId c) const;

@@ -253,6 +253,41 @@ TEST(MaxMin, ZeroBound) {
   EXPECT_NEAR(s.rate(y), 10.0, kTol);
 }
 
+// A(10) with x (bound 3) and y (bound 4): 7 < 10, A can never saturate, so it is left out of
+// progressive filling; both get their bounds and A was never a bottleneck. B(7) with u (bound
+// 3), v (bound 4): exactly the bounds' sum (no margin), so B takes part: u's bound pops at 3,
+// then B's key 4 ties with v's bound, which pops first: u = 3, v = 4 bitwise, and B never
+// fixed a rate either.
+TEST(MaxMin, ConstraintAboveItsVariablesBoundsNeverBinds) {
+  MaxMinSystem s;
+  const ConstraintId a = s.add_constraint(10.0);
+  const ConstraintId b = s.add_constraint(7.0);
+  const VariableId x = s.add_variable(1.0, 3.0);
+  const VariableId y = s.add_variable(1.0, 4.0);
+  const VariableId u = s.add_variable(1.0, 3.0);
+  const VariableId v = s.add_variable(1.0, 4.0);
+  s.expand(x, a);
+  s.expand(y, a);
+  s.expand(u, b);
+  s.expand(v, b);
+  s.solve();
+  EXPECT_EQ(s.rate(x), 3.0);
+  EXPECT_EQ(s.rate(y), 4.0);
+  EXPECT_EQ(s.rate(u), 3.0);
+  EXPECT_EQ(s.rate(v), 4.0);
+  EXPECT_FALSE(s.was_bottleneck(a));
+  EXPECT_FALSE(s.was_bottleneck(b));
+  // An unbounded variable z on A brings A back: x stops at its bound 3, then y and z share the
+  // remaining 7 at A (3.5 each, below y's bound 4).
+  const VariableId z = s.add_variable();
+  s.expand(z, a);
+  s.solve();
+  EXPECT_EQ(s.rate(x), 3.0);
+  EXPECT_NEAR(s.rate(y), 3.5, kTol);
+  EXPECT_NEAR(s.rate(z), 3.5, kTol);
+  EXPECT_TRUE(s.was_bottleneck(a));
+}
+
 // --- Incremental solving -----------------------------------------------------------------------
 
 // Two independent components: A(10) with a1, a2 and B(6) with b1.
