@@ -10,6 +10,7 @@
 /// simulations may run concurrently in different threads (each engine on one thread).
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -52,6 +53,14 @@ class Engine {
 
   /// Cancels a pending event; false if it already fired or was cancelled (see EventQueue).
   bool cancel(EventHandle handle) { return queue_.cancel(handle); }
+
+  /// Moves a pending event to `now() + delay` with payload `event` (or schedules it there if
+  /// `handle` is not pending), and returns its handle: the same order as `cancel` then
+  /// `schedule_after`, cheaper (EventQueue::reschedule).
+  EventHandle reschedule_after(EventHandle handle, SimTime delay, const Event& event) {
+    assert(event.handler < handlers_.size());
+    return queue_.reschedule(handle, now_ + delay, event);
+  }
 
   /// True if `handle` names an event that has neither fired nor been cancelled.
   bool is_pending(EventHandle handle) const { return queue_.is_pending(handle); }

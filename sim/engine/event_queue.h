@@ -10,10 +10,11 @@
 ///  - The payload is a 16-byte POD (`Event`) kept in a slot table beside the heap, whose entries
 ///    are 24 bytes (time, sequence, slot, generation): sifting moves small entries, and
 ///    scheduling never allocates once the vectors have grown to their working size.
-///  - Flow completion events are rescheduled whenever the max-min solver changes a rate, so
-///    cancellation must be cheap. It is lazy: `cancel()` bumps the generation of the event's
-///    slot in O(1); the stale heap entry is dropped when it reaches the top, and the heap is
-///    compacted when stale entries outnumber live ones, so memory stays O(live events).
+///  - Flow completion events are rescheduled whenever the max-min solver changes a rate, and
+///    compute ops whenever communication kernels change their slow-down, so moving an event
+///    must be cheap. The heap is indexed (each slot knows its entry's position): `reschedule()`
+///    moves the entry in place, `cancel()` removes it, each in O(log n), and the heap holds live
+///    events only (no stale entries to skip or compact).
 #pragma once
 
 #include <cstddef>
@@ -66,19 +67,24 @@ class EventQueue {
   EventHandle push(SimTime time, const Event& event);
 
   /// Cancels the pending event named by `handle`. Returns false, and does nothing, if the event
-  /// already fired, was already cancelled, or the handle is default-constructed. O(1).
+  /// already fired, was already cancelled, or the handle is default-constructed. O(log n).
   bool cancel(EventHandle handle);
+
+  /// Moves the pending event named by `handle` to `time` with `event` as its payload, and
+  /// returns its handle: exactly `cancel(handle)` then `push(time, event)` (it takes the next
+  /// sequence number, so it pops after events pushed before at the same time), without
+  /// leaving the heap. When `handle` is not pending it is `push(time, event)`. O(log n).
+  EventHandle reschedule(EventHandle handle, SimTime time, const Event& event);
 
   /// True if `handle` names an event that is still pending.
   bool is_pending(EventHandle handle) const;
 
   /// Number of pending (not cancelled) events.
-  std::size_t size() const { return live_; }
-  bool empty() const { return live_ == 0; }
+  std::size_t size() const { return heap_.size(); }
+  bool empty() const { return heap_.empty(); }
 
-  /// Time of the earliest pending event. Precondition: `!empty()`. Discards cancelled entries
-  /// at the top, hence not const. Amortised O(1) plus the deferred cost of cancellations.
-  SimTime next_time();
+  /// Time of the earliest pending event. Precondition: `!empty()`. O(1).
+  SimTime next_time() const { return SimTime::ps(heap_.front().time_ps); }
 
   /// Removes and returns the earliest pending event. Precondition: `!empty()`. O(log n).
   ScheduledEvent pop();
@@ -95,27 +101,33 @@ class EventQueue {
     std::int64_t time_ps;
     std::uint64_t sequence;
     std::uint32_t slot;
-    std::uint32_t generation;
   };
   struct Slot {
     Event event;
     std::uint32_t generation = 0;  ///< bumped when the slot's event fires or is cancelled
+    std::uint32_t pos = 0;         ///< index of the event's entry in heap_ while pending
   };
   static bool before(const Entry& a, const Entry& b) {
     return a.time_ps < b.time_ps || (a.time_ps == b.time_ps && a.sequence < b.sequence);
   }
-  bool is_live(const Entry& e) const { return slots_[e.slot].generation == e.generation; }
+  void place(std::size_t index, const Entry& e) {
+    heap_[index] = e;
+    slots_[e.slot].pos = static_cast<std::uint32_t>(index);
+  }
   void release_slot(std::uint32_t slot);
-  void drop_stale_top();
-  void remove_top();
-  void sift_up(std::size_t index);
-  void compact();
+  /// Removes the entry at `index` (the heap keeps its order).
+  void remove_at(std::size_t index);
+  /// Puts `e` at the hole `index` and moves it up to its place.
+  void sift_up(std::size_t index, Entry e);
+  /// Walks the hole at `index` down the smaller-child path to a leaf, then sifts `e` up from
+  /// there (Floyd's bottom-up deletion: one comparison per level on the way down; the moved
+  /// entry almost always belongs near the bottom).
+  void sift_down(std::size_t index, Entry e);
 
   std::vector<Entry> heap_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t next_sequence_ = 0;
-  std::size_t live_ = 0;
 };
 
 }  // namespace tawpipe::sim

@@ -150,12 +150,13 @@ void NetworkModel::apply_solve() {
     if (t.remaining < 0.0) t.remaining = 0.0;
     t.last_update = now;
     t.rate = solver_.rate(v);
-    engine_.cancel(t.done);
-    t.done = EventHandle{};
     if (t.rate > 0.0) {
       const double ps = std::ceil(t.remaining / t.rate * 1e12);
-      t.done = engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(ps)),
-                                      Event{handler_, kTransferDone, index});
+      t.done = engine_.reschedule_after(t.done, SimTime::ps(static_cast<std::int64_t>(ps)),
+                                        Event{handler_, kTransferDone, index});
+    } else {
+      engine_.cancel(t.done);
+      t.done = EventHandle{};
     }
     if (record_usage_) touch_usage(t.links);
   }

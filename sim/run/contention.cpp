@@ -150,9 +150,8 @@ void Executor::shift_load(ir::Rank r, const CommLoad& load, int sign) {
     run.work_ps = std::max(0.0, run.work_ps - elapsed / run.factor);
     run.factor = factor;
     run.last = now;
-    engine_.cancel(run.done);
-    run.done = engine_.schedule_after(
-        SimTime::ps(static_cast<std::int64_t>(std::ceil(run.work_ps * run.factor))),
+    run.done = engine_.reschedule_after(
+        run.done, SimTime::ps(static_cast<std::int64_t>(std::ceil(run.work_ps * run.factor))),
         Event{handler_, kOpDone, run.g});
   }
 }

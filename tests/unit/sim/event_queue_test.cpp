@@ -1,9 +1,10 @@
-// EventQueue: (time, sequence) order, FIFO ties, lazy cancellation and compaction.
+// EventQueue: (time, sequence) order, FIFO ties, cancellation and in-place rescheduling.
 #include "sim/engine/event_queue.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace tawpipe::sim {
@@ -104,8 +105,8 @@ TEST(EventQueue, DefaultHandleIsNeverPending) {
   EXPECT_FALSE(q.cancel(EventHandle{}));
 }
 
-// Cancelling 900 of 1000 events triggers compaction; the 100 survivors (every tenth id) still
-// pop in time order, and size() counts live events only.
+// Cancelling 900 of 1000 events: the 100 survivors (every tenth id) still pop in time order,
+// and size() counts live events only.
 TEST(EventQueue, HeavyCancellationCompactsAndKeepsOrder) {
   EventQueue q;
   std::vector<EventHandle> handles;
@@ -123,6 +124,70 @@ TEST(EventQueue, HeavyCancellationCompactsAndKeepsOrder) {
     if (i % 10 == 0) expected.push_back(i);
   }
   EXPECT_EQ(drain(q), expected);
+}
+
+// reschedule(h, t, e) is cancel(h) then push(t, e): a later sequence number, so at equal times
+// it pops after events pushed before the reschedule; the handle stays valid.
+TEST(EventQueue, RescheduleTakesTheNextSequenceNumber) {
+  EventQueue q;
+  const EventHandle a = q.push(SimTime::ns(5), ev(0));
+  q.push(SimTime::ns(3), ev(1));
+  const EventHandle moved = q.reschedule(a, SimTime::ns(3), ev(2));
+  EXPECT_EQ(moved, a);
+  EXPECT_TRUE(q.is_pending(moved));
+  EXPECT_EQ(q.size(), 2u);
+  const ScheduledEvent first = q.pop();
+  EXPECT_EQ(first.event.data, 1u);
+  const ScheduledEvent second = q.pop();
+  EXPECT_EQ(second.event.data, 2u);
+  EXPECT_EQ(second.sequence, 2u);  // pushes took 0 and 1
+  EXPECT_FALSE(q.is_pending(moved));
+  // Not pending any more: a reschedule is a push.
+  const EventHandle again = q.reschedule(moved, SimTime::ns(9), ev(3));
+  EXPECT_TRUE(q.is_pending(again));
+  EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{3}));
+}
+
+// Random pushes, cancels and moves (seeded) on two queues, one moving events with reschedule,
+// the other with cancel + push: identical (time, sequence, payload) pop sequences, also when
+// pops interleave.
+TEST(EventQueue, RescheduleEqualsCancelThenPush) {
+  EventQueue a, b;
+  std::vector<EventHandle> ha, hb;
+  std::mt19937_64 rng(12345);
+  std::vector<ScheduledEvent> out_a, out_b;
+  for (int step = 0; step < 20000; ++step) {
+    const auto op = rng() % 8;
+    const auto t = SimTime::ps(static_cast<std::int64_t>(rng() % 64));  // many ties
+    if (op < 3 || ha.empty()) {
+      ha.push_back(a.push(t, ev(static_cast<std::uint64_t>(step))));
+      hb.push_back(b.push(t, ev(static_cast<std::uint64_t>(step))));
+    } else if (op < 6) {
+      const std::size_t i = rng() % ha.size();
+      ha[i] = a.reschedule(ha[i], t, ev(static_cast<std::uint64_t>(step)));
+      b.cancel(hb[i]);
+      hb[i] = b.push(t, ev(static_cast<std::uint64_t>(step)));
+    } else if (op == 6) {
+      const std::size_t i = rng() % ha.size();
+      EXPECT_EQ(a.cancel(ha[i]), b.cancel(hb[i]));
+    } else if (!a.empty()) {
+      ASSERT_FALSE(b.empty());
+      out_a.push_back(a.pop());
+      out_b.push_back(b.pop());
+    }
+    ASSERT_EQ(a.size(), b.size());
+  }
+  while (!a.empty()) {
+    out_a.push_back(a.pop());
+    out_b.push_back(b.pop());
+  }
+  EXPECT_TRUE(b.empty());
+  ASSERT_EQ(out_a.size(), out_b.size());
+  for (std::size_t i = 0; i < out_a.size(); ++i) {
+    EXPECT_EQ(out_a[i].time, out_b[i].time);
+    EXPECT_EQ(out_a[i].sequence, out_b[i].sequence);
+    EXPECT_EQ(out_a[i].event, out_b[i].event);
+  }
 }
 
 TEST(EventQueue, ClearInvalidatesHandles) {
