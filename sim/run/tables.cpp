@@ -292,15 +292,21 @@ void Executor::build_comm_order() {
   comm_next_offset_.assign(units + 1, 0);
   if (shm_ || !options_.comm_order) return;
   std::vector<std::pair<std::int32_t, std::int32_t>> edges;  // (unit, its successor)
-  std::vector<std::int32_t> last(program_.communicators.size(), kNoUnit);
+  // Per communicator: (rank, that rank's last unit on it). Stamped with the rank instead of
+  // cleared per rank (thousands of pair communicators x 1024 ranks).
+  std::vector<std::pair<std::size_t, std::int32_t>> last(program_.communicators.size(),
+                                                         {active_ranks_, kNoUnit});
   for (std::size_t r = 0; r < active_ranks_; ++r) {
-    std::fill(last.begin(), last.end(), kNoUnit);
     const ir::RankProgram& rp = program_.ranks[r];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const ir::Op& op = rp.ops[i];
       if (!is_comm(op.kind) || op.comm == ir::kNone) continue;
       const std::int32_t u = rt_[res_.rank_offset[r] + i].unit;
-      std::int32_t& prev = last[idx(op.comm)];
+      auto& [stamp, prev] = last[idx(op.comm)];
+      if (stamp != r) {
+        stamp = r;
+        prev = kNoUnit;
+      }
       if (prev != kNoUnit && prev != u) {
         edges.emplace_back(prev, u);
         ++units_[idx(u)].remaining;
@@ -313,11 +319,12 @@ void Executor::build_comm_order() {
   for (std::size_t u = 0; u < units; ++u)
     comm_next_offset_[u + 1] += comm_next_offset_[u];
   comm_next_.resize(edges.size());
-  BigVector<std::uint32_t> cursor(units);
-  for (std::size_t u = 0; u < units; ++u)
-    cursor[u] = comm_next_offset_[u];
+  // Each unit's offset serves as its cursor, then moves back to its start (no cursor array).
   for (const auto& e : edges)
-    comm_next_[cursor[idx(e.first)]++] = e.second;
+    comm_next_[comm_next_offset_[idx(e.first)]++] = e.second;
+  for (std::size_t u = units; u > 0; --u)
+    comm_next_offset_[u] = comm_next_offset_[u - 1];
+  comm_next_offset_[0] = 0;
 }
 
 Status Executor::prepare() {
