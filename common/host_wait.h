@@ -34,24 +34,32 @@ constexpr std::int64_t next_sleep_ns(std::int64_t sleep_ns, std::int64_t waited_
   return std::min(2 * sleep_ns, cap);
 }
 
-/// Wake-ups (sleeps that end) of a wait that lasts `wait_ns`, when each sleep overshoots its
-/// request by `overshoot_ns` (the time a woken thread takes to get its core back): the
-/// schedule above, walked until the wait is over. A wait that ends during the spins has none.
-inline double wakeups(std::int64_t wait_ns, std::int64_t overshoot_ns) {
-  if (wait_ns <= 0) return 0.0;
-  double n = 0.0;
+/// The sleeps of a wait that lasts `wait_ns`, when each sleep overshoots its request by
+/// `overshoot_ns` (the time a woken thread takes to get its core back): the schedule above,
+/// walked until the wait is over; `each(sleep_ns, count)` is called for every run of `count`
+/// sleeps of `sleep_ns` (each one a wake-up). A wait that ends during the spins has none.
+template <class Each>
+void for_each_sleep(std::int64_t wait_ns, std::int64_t overshoot_ns, Each&& each) {
+  if (wait_ns <= 0) return;
   std::int64_t t = 0, sleep = kFirstSleepNs;
   overshoot_ns = std::max<std::int64_t>(overshoot_ns, 0);
   // Past 16 ms every sleep is the longest one: count the rest at once.
   while (t < wait_ns) {
     if (sleep == kLongWaitMaxSleepNs) {
       const std::int64_t step = sleep + overshoot_ns;
-      return n + static_cast<double>((wait_ns - t + step - 1) / step);
+      each(sleep, static_cast<double>((wait_ns - t + step - 1) / step));
+      return;
     }
     t += sleep + overshoot_ns;
-    n += 1.0;
+    each(sleep, 1.0);
     sleep = next_sleep_ns(sleep, t);
   }
+}
+
+/// Wake-ups (sleeps that end) of a wait that lasts `wait_ns` (for_each_sleep).
+inline double wakeups(std::int64_t wait_ns, std::int64_t overshoot_ns) {
+  double n = 0.0;
+  for_each_sleep(wait_ns, overshoot_ns, [&](std::int64_t, double count) { n += count; });
   return n;
 }
 

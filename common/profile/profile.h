@@ -34,6 +34,7 @@
 ///       ranks_per_core: 2
 ///       wakeup_cost: 50us               # compute progress a sleeping thread's wake-up costs
 ///       wakeup_latency: 100us           # how late a sleep beside compute ends
+///       wakeup_cost_long: 40us          # wakeup_cost with a long wait's 2 ms sleeps
 ///
 /// Kernel points. Flop-bound classes (gemm, attention_fwd, attention_bwd) carry `rate`;
 /// memory-bound classes carry `bandwidth`. The shape keys are: gemm m, n, k (optional `batch`
@@ -171,6 +172,10 @@ struct HostProfile {
   std::optional<SimTime> wakeup_cost;
   /// How much later than requested such a sleep ends beside a computing thread.
   std::optional<SimTime> wakeup_latency;
+  /// wakeup_cost measured with the longest sleeps of a long wait (host_wait.h
+  /// kLongWaitMaxSleepNs) instead of the short waits' kMaxSleepNs; the simulator interpolates
+  /// between the two by a wake-up's sleep length.
+  std::optional<SimTime> wakeup_cost_long;
   friend bool operator==(const HostProfile&, const HostProfile&) = default;
 };
 

@@ -153,6 +153,10 @@ std::string write_profile_yaml(const Profile& profile) {
       out << "\n  wakeup_latency: " << to_string(*profile.host->wakeup_latency);
       any = true;
     }
+    if (profile.host->wakeup_cost_long) {
+      out << "\n  wakeup_cost_long: " << to_string(*profile.host->wakeup_cost_long);
+      any = true;
+    }
     out << (any ? "\n" : " {}\n");
   }
   return out.str();

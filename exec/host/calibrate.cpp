@@ -54,7 +54,7 @@ double time_per_call(const std::function<void()>& f, double budget) {
 
 /// What a sleeping thread's wake-ups cost the compute thread of its core (common/host_wait.h):
 /// a GEMM loop of about `budget` seconds runs on a thread set up as the backend's compute
-/// threads are, alone and then beside a thread that sleeps kMaxSleepNs in a loop as a waiting
+/// threads are, alone and then beside a thread that sleeps `sleep_ns` in a loop as a waiting
 /// communication thread does (short slice, 1 us timer slack). Medians of 3 trials each.
 struct WakeFigures {
   double cost = 0.0;     ///< seconds of compute progress lost per wake-up
@@ -67,7 +67,7 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
-WakeFigures measure_wakeups(double budget) {
+WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
   constexpr std::size_t n = 256;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   auto gemms = [&](int calls) {
@@ -106,7 +106,7 @@ WakeFigures measure_wakeups(double budget) {
       const double c0 = thread_cpu_seconds();
       long k = 0;
       while (!stop.load()) {
-        std::this_thread::sleep_for(std::chrono::nanoseconds(host_wait::kMaxSleepNs));
+        std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
         ++k;
       }
       wakes = k;
@@ -122,7 +122,7 @@ WakeFigures measure_wakeups(double budget) {
     sleeper.join();
     const double w = static_cast<double>(std::max(wakes.load(), 1L));
     cost.push_back(std::max(0.0, with.back() - base.back()) / w);
-    late.push_back(std::max(0.0, slept.load() / w - 1e-9 * host_wait::kMaxSleepNs));
+    late.push_back(std::max(0.0, slept.load() / w - 1e-9 * static_cast<double>(sleep_ns)));
     own.push_back(cpu.load() / w);
   }
   std::sort(cost.begin(), cost.end());
@@ -169,7 +169,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   };
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
-  WakeFigures wake;
+  WakeFigures wake, wake_long;
   // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
   // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
   struct Shape {
@@ -234,7 +234,10 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     auto overhead = measure_op_overhead(budget);
     if (!overhead.ok()) return overhead.error();
     dev.op_overhead = *overhead;
-    wake = measure_wakeups(budget);
+    wake = measure_wakeups(budget, host_wait::kMaxSleepNs);
+    // The long waits' sleeps wake ~20x less often, so their slow-down is ~20x smaller: a longer
+    // loop keeps it above the loop's noise.
+    wake_long = measure_wakeups(4.0 * budget, host_wait::kLongWaitMaxSleepNs);
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
 
@@ -335,6 +338,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     hp.ranks_per_core = o.host->ranks_per_core;
     hp.wakeup_cost = SimTime::from_seconds(wake.cost);
     hp.wakeup_latency = SimTime::from_seconds(wake.latency);
+    hp.wakeup_cost_long = SimTime::from_seconds(wake_long.cost);
     p.host = hp;
   }
   if (world >= 2) {

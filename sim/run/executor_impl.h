@@ -348,7 +348,7 @@ class Executor {
   std::vector<int> scratch_cores_;
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
-  SimTime wakeup_cost_, wakeup_latency_;
+  SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
   void charge_wakeups(std::size_t g);
   /// CPU topologies: by unit, when its last op completed (its wait's schedule restarts there).

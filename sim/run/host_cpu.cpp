@@ -8,6 +8,7 @@
 // its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait are
 // charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
 #include <algorithm>
+#include <cmath>
 
 #include "common/host_wait.h"
 #include "sim/run/executor_impl.h"
@@ -48,6 +49,7 @@ void Executor::init_host_cpu() {
     const profile::HostProfile& hp = *options_.profile->host;
     wakeup_cost_ = hp.wakeup_cost.value_or(SimTime());
     wakeup_latency_ = hp.wakeup_latency.value_or(SimTime());
+    wakeup_cost_long_ = hp.wakeup_cost_long.value_or(SimTime());
   }
 }
 
@@ -68,12 +70,28 @@ void Executor::charge_wakeups(std::size_t g) {
   // cost nothing. The wake-ups are spread over the wait as its busy share.
   const SimTime busy = cores_->busy_between(core, since);
   if (waited <= SimTime() || busy <= SimTime()) return;
-  const double wakes =
-      host_wait::wakeups(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000) *
+  // Each wake-up at the cost measured for its sleep length: wakeup_cost at the short waits'
+  // longest sleep (and below), wakeup_cost_long at the long waits' longest, log-linear between.
+  const double short_ps = static_cast<double>(wakeup_cost_.picoseconds());
+  const double long_ps = static_cast<double>(wakeup_cost_long_.picoseconds());
+  double cost_ps = 0.0;
+  host_wait::for_each_sleep(
+      waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000,
+      [&](std::int64_t sleep_ns, double count) {
+        if (wakeup_cost_long_ <= SimTime() || sleep_ns <= host_wait::kMaxSleepNs) {
+          cost_ps += count * short_ps;
+          return;
+        }
+        const double f =
+            std::log(static_cast<double>(sleep_ns) / static_cast<double>(host_wait::kMaxSleepNs)) /
+            std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
+                     static_cast<double>(host_wait::kMaxSleepNs));
+        cost_ps += count * (short_ps + std::min(f, 1.0) * (long_ps - short_ps));
+      });
+  const double share =
       static_cast<double>(busy.picoseconds()) / static_cast<double>(waited.picoseconds());
-  if (wakes <= 0.0) return;
-  const auto work = SimTime::ps(
-      static_cast<std::int64_t>(wakes * static_cast<double>(wakeup_cost_.picoseconds())));
+  const auto work = SimTime::ps(static_cast<std::int64_t>(cost_ps * share));
+  if (work <= SimTime()) return;
   cores_->add_background(core, work, kBackgroundToken);
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace tawpipe::host_wait {
 namespace {
 
@@ -29,6 +32,20 @@ TEST(HostWait, LongWaitsSleepTwoMilliseconds) {
   const double n = wakeups(1'000'000'000, 0);
   EXPECT_GT(n, 490.0);
   EXPECT_LT(n, 560.0);
+}
+
+// The sleeps of the 1 ms wait above, in order: 4, 8, 16, 32, 64 us, seven of 100 us, 103 and
+// 115 us (integer nanoseconds: 824'000 / 8 = 103'000, 927'000 / 8 = 115'875).
+TEST(HostWait, SleepsOfAOneMillisecondWait) {
+  std::vector<std::int64_t> sleeps;
+  for_each_sleep(1'000'000, 0, [&](std::int64_t sleep_ns, double count) {
+    for (int i = 0; i < static_cast<int>(count); ++i)
+      sleeps.push_back(sleep_ns);
+  });
+  const std::vector<std::int64_t> want = {4'000,   8'000,   16'000,  32'000,  64'000,
+                                          100'000, 100'000, 100'000, 100'000, 100'000,
+                                          100'000, 100'000, 103'000, 115'875};
+  EXPECT_EQ(sleeps, want);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ host:
   ranks_per_core: 2
   wakeup_cost: 50us
   wakeup_latency: 120us
+  wakeup_cost_long: 40us
 )yaml";
 
 TEST(ProfileV2, ReadsEveryField) {
@@ -84,6 +85,7 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->host->cores_per_host, 2);
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
+  EXPECT_EQ(p->host->wakeup_cost_long, SimTime::us(40));
   EXPECT_EQ(p->links.at("nvswitch").latency, SimTime::ns(600));
 }
 
