@@ -28,6 +28,7 @@ Expected<Context> make_context(std::string method, const ScheduleInput& input,
   }
   ctx.dp = input.dp;
   ctx.replica_ranks = ctx.world / ctx.dp;
+  ctx.stored_ranks = input.replica_only && ctx.dp > 1 ? ctx.replica_ranks : 0;
   ctx.layers = static_cast<std::int32_t>(input.model.layers);
   const model::ParamCounts counts = model::param_counts(input.model);
   ctx.layer_params = counts.per_layer;
@@ -154,12 +155,14 @@ ir::TensorRef embedding_ref(std::int32_t piece, std::int32_t pieces) {
   return weights_ref(ir::kEmbeddingLayer, 0, piece, pieces);
 }
 
-Emitter::Emitter(ir::Header header, std::int32_t ranks)
-    : b_(std::move(header), ranks), last_free_(static_cast<std::size_t>(ranks)) {}
+Emitter::Emitter(ir::Header header, std::int32_t ranks, std::int32_t stored_ranks)
+    : b_(std::move(header), ranks, stored_ranks),
+      last_free_(static_cast<std::size_t>(stored_ranks > 0 ? stored_ranks : ranks)) {}
 
 ir::BufferId Emitter::buffer(ir::Rank rank, std::string name, std::uint64_t bytes,
                              ir::BufferRole role, bool persistent, ir::TensorRef initial) {
   const ir::BufferId id = b_.buffer(rank, std::move(name), Bytes(bytes), role, persistent, initial);
+  if (!b_.stored(rank)) return id;
   auto& frees = last_free_[static_cast<std::size_t>(rank)];
   if (frees.size() <= static_cast<std::size_t>(id))
     frees.resize(static_cast<std::size_t>(id) + 1, ir::kNone);
@@ -186,6 +189,7 @@ ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream,
 
 ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
                            Deps deps) {
+  if (!b_.stored(rank)) return b_.alloc(rank, stream, bufs, deps.span());  // only counted
   for (ir::BufferId buf : bufs)
     deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
   return b_.alloc(rank, stream, bufs, deps.span());
@@ -194,6 +198,7 @@ ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream, std::span<const i
 ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream, std::span<const ir::BufferId> bufs,
                           Deps deps) {
   const ir::OpIndex op = b_.free(rank, stream, bufs, deps.span());
+  if (!b_.stored(rank)) return op;  // only counted
   for (ir::BufferId buf : bufs)
     last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)] = op;
   return op;

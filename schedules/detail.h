@@ -35,6 +35,9 @@ struct Context {
   model::MicroBatchShape shape;
   model::ResolvedBatch batch;          ///< micro-batches per worker (rank, or pipeline for 1f1b)
   std::uint64_t activation_bytes = 0;  ///< one boundary activation: b*s*H*dtype
+  /// Ranks whose ops are stored: replica 0's with ScheduleInput::replica_only and dp > 1 (the
+  /// program is then replica-compact), else 0 (every rank).
+  std::int32_t stored_ranks = 0;
 };
 
 /// Worker count of the methods in which every rank trains its own micro-batches (TawPipe,
@@ -104,7 +107,9 @@ class Deps {
 /// on another stream must wait for that free, which `alloc` adds automatically.
 class Emitter {
  public:
-  Emitter(ir::Header header, std::int32_t ranks);
+  /// `stored_ranks`: see ir::ProgramBuilder (0: every rank is stored). Ranks not stored only
+  /// count their ops and buffers here too.
+  Emitter(ir::Header header, std::int32_t ranks, std::int32_t stored_ranks = 0);
 
   ir::ProgramBuilder& builder() { return b_; }
   ir::StreamId stream(std::string_view name) { return b_.stream(name); }
@@ -129,7 +134,7 @@ class Emitter {
 
  private:
   ir::ProgramBuilder b_;
-  std::vector<std::vector<ir::OpIndex>> last_free_;  ///< [rank][buffer]
+  std::vector<std::vector<ir::OpIndex>> last_free_;  ///< [rank][buffer], stored ranks only
 };
 
 /// The persistent state of one owned block on one rank: compute-dtype weights, fp32 master copy,

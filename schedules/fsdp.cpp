@@ -50,7 +50,8 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
   const model::RecomputePolicy policy = input.train.recompute;
   const std::int64_t wb = ctx.weight_bytes;
 
-  detail::Emitter e(detail::make_header(ctx, model::to_string(policy)), ctx.world);
+  detail::Emitter e(detail::make_header(ctx, model::to_string(policy)), ctx.world,
+                    ctx.stored_ranks);
   const ir::StreamId compute = 0;
   const ir::StreamId s_ag = e.stream("all_gather");
   const ir::StreamId s_rs = e.stream("reduce_scatter");
@@ -284,9 +285,14 @@ Expected<ir::Program> generate_fsdp(const ScheduleInput& input) {
   };
   // Rank 0 creates every cost; the other ranks only look them up, so they can run in parallel
   // (each rank's ops are emitted in order by one thread: the program does not depend on it).
+  // Replica-compact (ScheduleInput::replica_only): the ranks of the other replicas would only be
+  // counted, and while the tables are frozen they create nothing shared, so they are skipped.
+  // Rank r of replica d is the image of rank r mod R: the same code with d only choosing the
+  // replica's shard communicator (the shift's image of replica 0's) and the sample ids.
   emit_rank(0);
   e.builder().freeze_shared_tables(true);
-  parallel_for(1, ctx.world, resolve_threads(input.threads),
+  const std::int32_t emitted = ctx.stored_ranks > 0 ? ctx.stored_ranks : ctx.world;
+  parallel_for(1, emitted, resolve_threads(input.threads),
                [&](std::int64_t r, int) { emit_rank(static_cast<ir::Rank>(r)); });
   e.builder().freeze_shared_tables(false);
   return std::move(e).finish();

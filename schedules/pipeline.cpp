@@ -141,7 +141,7 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
   const std::int32_t Lc = ctx.layers / (P * V);
   const model::RecomputePolicy policy = ctx.input->train.recompute;
 
-  Emitter e(make_header(ctx, model::to_string(policy)), ctx.world);
+  Emitter e(make_header(ctx, model::to_string(policy)), ctx.world, ctx.stored_ranks);
   const ir::StreamId compute = 0;
   const ir::StreamId s_fwd = e.stream("p2p_fwd");
   const ir::StreamId s_bwd = e.stream("p2p_bwd");
@@ -158,6 +158,9 @@ ir::Program emit_pipeline(const Context& ctx, const PipelineSpec& spec, const St
   }
   const Costs cost = make_costs(e, ctx, Lc, fused, split);
 
+  // Pipeline d is pipeline 0 moved by `base` (its communicators, ranks and sample ids); the
+  // `stage` groups span every pipeline. A replica-compact program (ScheduleInput::replica_only)
+  // stores pipeline 0 and only counts the others' ops.
   for (std::int32_t d = 0; d < ctx.dp; ++d) {
     const ir::Rank base = d * P;
     std::vector<ir::Rank> members(static_cast<std::size_t>(P));

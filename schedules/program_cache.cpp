@@ -16,8 +16,8 @@ ScheduleInput cache_key(const ScheduleInput& input) {
 }
 
 bool same_input(const ScheduleInput& a, const ScheduleInput& b) {
-  return a.node_of_rank == b.node_of_rank && a.dp == b.dp && a.train == b.train &&
-         a.model == b.model && a.options == b.options;
+  return a.replica_only == b.replica_only && a.node_of_rank == b.node_of_rank && a.dp == b.dp &&
+         a.train == b.train && a.model == b.model && a.options == b.options;
 }
 
 // Heap bytes of a program, roughly: its op lists and pools (buffers' names are short).

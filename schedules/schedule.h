@@ -49,6 +49,14 @@ struct ScheduleInput {
   /// Threads a generator may use to emit ranks in parallel (0: the machine's hardware threads).
   /// The program does not depend on it.
   int threads = 0;
+  /// Emit a replica-compact program (ir::Program::stored_ranks): with dp > 1, only replica 0's
+  /// ranks are stored, the others only counted; the simulator runs it under replica symmetry
+  /// (sim/symmetry/symmetry.h) without ever holding the other replicas' ops. Every generator
+  /// here emits replica d as the image of replica 0 under the shift by d replicas (the same
+  /// code with the rank base moved; sample ids, names and group ids may differ), which is what
+  /// makes the stored replica stand for all (tests/unit/simulator/replica_only_test.cpp checks
+  /// it against the full program). Everything else is the same program as without it.
+  bool replica_only = false;
 };
 
 /// A generator: builds the program or explains why it cannot.

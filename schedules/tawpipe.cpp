@@ -180,7 +180,7 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
           model::layer_stored_activation_bytes(mc, ctx.shape, model::RecomputePolicy::kSelective) +
       model::layer_backward_working_set_bytes(mc, ctx.shape, model::RecomputePolicy::kSelective));
 
-  detail::Emitter e(detail::make_header(ctx, "full"), ctx.world);
+  detail::Emitter e(detail::make_header(ctx, "full"), ctx.world, ctx.stored_ranks);
   auto& b = e.builder();
   const ir::StreamId compute = 0;
   const ir::StreamId s_w = e.stream("weights");
@@ -200,6 +200,11 @@ Expected<ir::Program> generate_tawpipe(const ScheduleInput& input) {
     all[static_cast<std::size_t>(r)] = r;
   const ir::CommId world = b.communicator("world", all);
 
+  // Replica d is replica 0 moved by `base`: the same code, with only the communicators' names and
+  // members, the sample ids and ranks shifted; `world` and the `owners` groups span every replica
+  // and map onto themselves. So a replica-compact program (ScheduleInput::replica_only) stores
+  // replica 0 and only counts the others' ops (their communicators are still created here, in
+  // the full program's order).
   for (std::int32_t d = 0; d < ctx.dp; ++d) {
     const Rank base = d * sh.P;
     std::vector<Rank> members(static_cast<std::size_t>(sh.P));

@@ -164,7 +164,7 @@ Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
       Ls * model::layer_stored_activation_bytes(mc, ctx.shape, model::RecomputePolicy::kSelective) +
       model::layer_backward_working_set_bytes(mc, ctx.shape, model::RecomputePolicy::kSelective));
 
-  detail::Emitter e(detail::make_header(ctx, "full"), ctx.world);
+  detail::Emitter e(detail::make_header(ctx, "full"), ctx.world, ctx.stored_ranks);
   auto& b = e.builder();
   const ir::StreamId compute = 0;
   const ir::StreamId s_ring = e.stream("ring");
@@ -194,6 +194,9 @@ Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
     OpIndex last_compute = ir::kNone;
   };
 
+  // Replica d is replica 0 moved by `base` (ring communicator, ranks, sample ids, group ids);
+  // `world` and the `owners` groups span every replica. A replica-compact program
+  // (ScheduleInput::replica_only) stores replica 0 and only counts the others' ops.
   for (std::int32_t d = 0; d < ctx.dp; ++d) {
     const Rank base = d * P;
     std::vector<Rank> members(static_cast<std::size_t>(P));

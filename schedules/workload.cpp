@@ -192,10 +192,12 @@ Expected<ir::Program> build_program(const Workload& workload, const ScheduleVari
 }
 
 Expected<std::shared_ptr<const ir::Program>> shared_program(const Workload& workload,
-                                                            const ScheduleVariant& variant) {
-  if (workload.programs)
-    return workload.programs->get(variant.schedule, schedule_input(workload, variant));
-  auto program = build_program(workload, variant);
+                                                            const ScheduleVariant& variant,
+                                                            bool replica_only) {
+  ScheduleInput input = schedule_input(workload, variant);
+  input.replica_only = replica_only;
+  if (workload.programs) return workload.programs->get(variant.schedule, input);
+  auto program = generate(variant.schedule, input);
   if (!program.ok()) return program.error();
   return std::make_shared<const ir::Program>(std::move(*program));
 }

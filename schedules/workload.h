@@ -79,7 +79,10 @@ Expected<ir::Program> build_program(const Workload& workload, const ScheduleVari
 
 /// As build_program, shared: from `workload.programs` when set (whose header may then name the
 /// topology of another workload with the same ranks: program_cache.h), else freshly generated.
+/// `replica_only`: the replica-compact program (ScheduleInput::replica_only), for the simulator
+/// under replica symmetry only.
 Expected<std::shared_ptr<const ir::Program>> shared_program(const Workload& workload,
-                                                            const ScheduleVariant& variant);
+                                                            const ScheduleVariant& variant,
+                                                            bool replica_only = false);
 
 }  // namespace tawpipe::schedules

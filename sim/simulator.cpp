@@ -94,7 +94,7 @@ void add_kernel_classes(const ir::Program& program, const topo::Topology& topolo
   const auto copy = static_cast<std::size_t>(model::KernelClass::copy);
   for (std::size_t r = 0; r < program.ranks.size(); ++r) {
     const auto rank = static_cast<ir::Rank>(r);
-    for (const ir::Op& op : program.ranks[r].ops) {
+    for (const ir::Op& op : program.program_of(rank).ops) {
       if (op.kind == ir::OpKind::copy) {
         seconds[copy] += model->copy_seconds(rank, op.bytes);
         bytes[copy] += 2.0 * static_cast<double>(op.bytes);
@@ -130,8 +130,8 @@ void add_kernel_classes(const ir::Program& program, const topo::Topology& topolo
 
 }  // namespace
 
-Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
-                                   const SimOptions& options) {
+Expected<SimOutput> run_simulation(const ir::Program& given, const topo::Topology& topology,
+                                   const SimOptions& options, const FullProgram& full) {
   ExecOptions exec;
   exec.profile = options.profile ? &*options.profile : nullptr;
   exec.sm_contention = options.sm_contention;
@@ -148,21 +148,38 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   exec.record_memory = options.record_link_usage;  // both feed the trace's counter tracks
   exec.all_reduce_algo = options.nccl_algo;
   exec.nccl = options.nccl;
+  // A replica-compact program holds replica 0 only: it runs under symmetry or is replaced by
+  // the whole program (`full`) before anything reads the other ranks.
+  const ir::Program* current = &given;
+  std::shared_ptr<const ir::Program> whole;
+  const auto expand = [&]() -> Status {
+    if (!current->compact()) return Status::success();
+    if (!full) return make_error("internal: a replica-compact program without its full form");
+    auto p = full();
+    if (!p.ok()) return p.error();
+    whole = std::move(*p);
+    current = whole.get();
+    return Status::success();
+  };
   std::optional<ReplicaSymmetry> symmetry;
   std::string symmetry_note;
   if (options.symmetry && !options.record_ops && !options.record_link_usage) {
-    symmetry = find_replica_symmetry(program, topology, symmetry_note);
+    symmetry = current->compact() ? compact_replica_symmetry(*current, topology, symmetry_note)
+                                  : find_replica_symmetry(*current, topology, symmetry_note);
     if (symmetry) exec.symmetry = &*symmetry;
   }
-  auto result = execute(program, topology, exec);
+  if (!symmetry) TAWPIPE_TRY(expand());
+  auto result = execute(*current, topology, exec);
   if (!result.ok()) return result.error();
   if (!result->symmetry_broken.empty()) {  // the network was not symmetric: run every rank
     symmetry_note = result->symmetry_broken;
     symmetry.reset();
     exec.symmetry = nullptr;
-    result = execute(program, topology, exec);
+    TAWPIPE_TRY(expand());
+    result = execute(*current, topology, exec);
     if (!result.ok()) return result.error();
   }
+  const ir::Program& program = *current;
   ExecutionResult& res = *result;
 
   SimOutput out;
@@ -199,7 +216,7 @@ Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topol
   std::vector<report::OpClassTotals> classes(kClassSlots);
   rep.rank_stats.resize(idx(rep.ranks));
   for (std::size_t r = 0; r < program.ranks.size(); ++r) {
-    const ir::RankProgram& rp = program.ranks[r];
+    const ir::RankProgram& rp = program.program_of(static_cast<ir::Rank>(r));
     report::RankStats& rs = rep.rank_stats[r];
     auto peak =
         device_rates(topology.device(program.header.placement[r]), program.header.dtype, nullptr);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,10 +86,17 @@ struct SimOutput {
   std::string symmetry_note;
 };
 
+/// The whole program, on demand: what a replica-compact program (ir::Program::stored_ranks)
+/// falls back to when replica symmetry does not hold.
+using FullProgram = std::function<Expected<std::shared_ptr<const ir::Program>>()>;
+
 /// Runs `program` on `topology`. Errors: the program does not fit the topology (placement,
 /// dtype), unmatched transfers, or a stall; never crashes on a verified program.
+/// A replica-compact `program` runs under replica symmetry (sim/symmetry/symmetry.h) when
+/// SimOptions allow it and its replicas turn out symmetric; otherwise `full()` is simulated
+/// instead (an error when `full` is empty). The output is the same either way.
 Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
-                                   const SimOptions& options);
+                                   const SimOptions& options, const FullProgram& full = {});
 
 /// Convenience: `run_simulation(...).report`.
 Expected<report::Report> simulate(const ir::Program& program, const topo::Topology& topology,

@@ -13,12 +13,18 @@ bool ProgramBuilder::CostLess::operator()(const Cost& a, const Cost& b) const {
          std::tie(b.flops, b.bytes, b.recompute_flops, b.workspace_bytes, b.kernels);
 }
 
-ProgramBuilder::ProgramBuilder(Header header, std::int32_t num_ranks) {
-  assert(num_ranks > 0);
+ProgramBuilder::ProgramBuilder(Header header, std::int32_t num_ranks, std::int32_t stored_ranks) {
+  assert(num_ranks > 0 && stored_ranks >= 0);
   program_.header = std::move(header);
   program_.streams.emplace_back("compute");
   program_.ranks.resize(static_cast<std::size_t>(num_ranks));
-  state_.resize(static_cast<std::size_t>(num_ranks));
+  stored_ = stored_ranks > 0 && stored_ranks < num_ranks ? stored_ranks : num_ranks;
+  if (stored_ < num_ranks) {
+    program_.stored_ranks = stored_;
+    counted_ops_.assign(static_cast<std::size_t>(num_ranks - stored_), 0);
+    counted_buffers_.assign(counted_ops_.size(), 0);
+  }
+  state_.resize(static_cast<std::size_t>(stored_));
 }
 
 StreamId ProgramBuilder::stream(std::string_view stream_name) {
@@ -96,7 +102,7 @@ void ProgramBuilder::check_rank([[maybe_unused]] Rank rank) const {
 void ProgramBuilder::check_buffer([[maybe_unused]] Rank rank,
                                   [[maybe_unused]] BufferId buffer) const {
   check_rank(rank);
-  assert(buffer >= 0 &&
+  assert(buffer >= 0 && rank < stored_ &&
          static_cast<std::size_t>(buffer) <
              program_.ranks[static_cast<std::size_t>(rank)].buffers.size() &&
          "buffer id out of range");
@@ -105,6 +111,7 @@ void ProgramBuilder::check_buffer([[maybe_unused]] Rank rank,
 BufferId ProgramBuilder::buffer(Rank rank, std::string buffer_name, Bytes size, BufferRole role,
                                 bool persistent, TensorRef initial) {
   check_rank(rank);
+  if (rank >= stored_) return counted_buffers_[static_cast<std::size_t>(rank - stored_)]++;
   auto& r = program_.ranks[static_cast<std::size_t>(rank)];
 #ifndef NDEBUG
   // Only for the assert: a string copy and a hash insert per buffer cost 1-2 % of generating
@@ -126,6 +133,7 @@ OpIndex ProgramBuilder::push(Rank rank, Op op, std::span<const BufferId> op_read
                              std::span<const OpIndex> op_deps) {
   check_rank(rank);
   assert(op.stream < program_.streams.size() && "unknown stream");
+  if (rank >= stored_) return counted_ops_[static_cast<std::size_t>(rank - stored_)]++;
   auto& r = program_.ranks[static_cast<std::size_t>(rank)];
   const auto index = static_cast<OpIndex>(r.ops.size());
   if (index == 0) reserve_like_largest(r);
@@ -312,6 +320,7 @@ OpIndex ProgramBuilder::free(Rank rank, StreamId stream_id, std::span<const Buff
 
 OpIndex ProgramBuilder::next_op(Rank rank) const {
   check_rank(rank);
+  if (rank >= stored_) return counted_ops_[static_cast<std::size_t>(rank - stored_)];
   return static_cast<OpIndex>(program_.ranks[static_cast<std::size_t>(rank)].ops.size());
 }
 
@@ -322,6 +331,9 @@ Program ProgramBuilder::finish() && {
   comm_index_.clear();
   cost_index_.clear();
   state_.clear();
+  counted_ops_.clear();
+  counted_buffers_.clear();
+  stored_ = 0;
   return out;
 }
 

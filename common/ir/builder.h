@@ -26,8 +26,13 @@ namespace tawpipe::ir {
 
 class ProgramBuilder {
  public:
-  /// Creates an empty program for `num_ranks` ranks with stream 0 named "compute".
-  ProgramBuilder(Header header, std::int32_t num_ranks);
+  /// Creates an empty program for `num_ranks` ranks with stream 0 named "compute". With
+  /// `stored_ranks` in (0, num_ranks) the program is replica-compact (Program::stored_ranks):
+  /// the calls that name a rank >= stored_ranks only count (op indices and buffer ids come out
+  /// as if stored) and store nothing; everything shared (streams, communicators, costs, groups)
+  /// is created exactly as in the full program. The generator guarantees that the ranks not
+  /// stored are images of the stored ones (sim/symmetry/symmetry.h).
+  ProgramBuilder(Header header, std::int32_t num_ranks, std::int32_t stored_ranks = 0);
 
   /// The id of the stream named `name`, created on first use.
   StreamId stream(std::string_view name);
@@ -82,6 +87,8 @@ class ProgramBuilder {
 
   /// Number of ops emitted so far on `rank` (the index the next op will get).
   OpIndex next_op(Rank rank) const;
+  /// Whether `rank`'s ops and buffers are stored (not only counted: see the constructor).
+  bool stored(Rank rank) const { return rank < stored_; }
   /// Read access while building (e.g. to look up a buffer's size).
   const Program& program() const { return program_; }
 
@@ -116,6 +123,10 @@ class ProgramBuilder {
   static void raise(std::atomic<std::size_t>& largest, std::size_t value);
 
   Program program_;
+  std::int32_t stored_ = 0;  ///< ranks [0, stored_) are stored
+  /// Ranks not stored: ops and buffers counted so far, by rank - stored_.
+  std::vector<std::int32_t> counted_ops_;
+  std::vector<std::int32_t> counted_buffers_;
   // Sizes of the largest rank so far (a sizing hint; updated by concurrent emitters).
   std::atomic<std::size_t> largest_ops_{0};
   std::atomic<std::size_t> largest_deps_{0};

@@ -1,5 +1,6 @@
 // JSON writer (format: FORMAT.md). Streams text directly (no DOM), one line per op, so a
 // 1024-rank program costs a few tens of bytes per op and no intermediate memory.
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -238,6 +239,7 @@ void write_op(Writer& w, const RankProgram& rp, const Op& op) {
 }  // namespace
 
 void write_program_json(const Program& p, std::ostream& out) {
+  assert(!p.compact() && "a replica-compact program is the simulator's internal form");
   Writer w(&out);
   const Header& h = p.header;
   w.raw("{\"format\":\"tawpipe-ir\",\"format_version\":");

@@ -252,8 +252,21 @@ struct Program {
   std::vector<Communicator> communicators;
   std::vector<Cost> costs;
   std::vector<RankProgram> ranks;
+  /// 0: every rank is stored (every program that is written, read, verified or executed). R > 0:
+  /// a replica-compact program, the simulator's internal form at scale (ScheduleInput::
+  /// replica_only, sim/symmetry/symmetry.h): only ranks [0, R) are stored, and every other
+  /// rank's RankProgram is empty; by the generator's construction rank r >= R runs the image of
+  /// rank r mod R's program under the shift by whole replicas. Header, streams, costs and every
+  /// communicator (all replicas') are as in the full program; so are the stored ranks.
+  std::int32_t stored_ranks = 0;
 
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }
+  /// Whether only replica 0's ranks are stored (see `stored_ranks`).
+  bool compact() const { return stored_ranks > 0; }
+  /// The rank whose stored program rank `r` runs (itself unless the program is compact).
+  const RankProgram& program_of(Rank r) const {
+    return ranks[static_cast<std::size_t>(compact() ? r % stored_ranks : r)];
+  }
   /// Field-by-field equality (pools included): what an exact JSON round trip preserves.
   friend bool operator==(const Program&, const Program&) = default;
 };

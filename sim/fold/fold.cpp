@@ -20,6 +20,19 @@
 namespace tawpipe::sim {
 namespace {
 
+// Generates and simulates `v` on `w`. Under replica symmetry only replica 0's ranks are
+// generated (ScheduleInput::replica_only); run_simulation falls back to the whole program where
+// the symmetry does not hold (sim/symmetry/symmetry.h).
+Expected<SimOutput> generate_and_run(const schedules::Workload& w,
+                                     const schedules::ScheduleVariant& v,
+                                     const SimOptions& options) {
+  const bool compact = options.symmetry && !options.record_ops && !options.record_link_usage;
+  auto program = schedules::shared_program(w, v, compact);
+  if (!program.ok()) return program.error();
+  return run_simulation(**program, w.topology, options,
+                        [&] { return schedules::shared_program(w, v, false); });
+}
+
 // Largest round length (in micro-batches) looked for: 1F1B's increments alternate with period 2
 // on 3x8-a100 (two kinds of rounds), the other methods repeat every micro-batch.
 constexpr std::int64_t kMaxStep = 2;
@@ -271,9 +284,7 @@ Expected<FoldedOutput> simulate_whole(const schedules::Workload& w,
                                       const schedules::ScheduleVariant& v,
                                       const SimOptions& options, std::string reason,
                                       std::int64_t rounds) {
-  auto program = schedules::shared_program(w, v);
-  if (!program.ok()) return program.error();
-  auto out = run_simulation(**program, w.topology, options);
+  auto out = generate_and_run(w, v, options);
   if (!out.ok()) return out.error();
   FoldedOutput f{std::move(*out), {}};
   f.fold.rounds = rounds > 0 ? rounds : f.output.report.header.micro_batches;
@@ -291,6 +302,8 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
 
   std::map<std::int64_t, SimOutput> probes;
   // Programs generated ahead of their simulation (the first base's, for the worker count).
+  // Replica-compact where replica symmetry may apply (per-op records went to simulate_whole).
+  const bool compact = options.symmetry;
   std::map<std::int64_t, std::shared_ptr<const ir::Program>> generated;
   // The program of `m` micro-batches per worker; `threads` > 0 caps the generator's threads.
   const auto program_of = [&](std::int64_t m,
@@ -300,14 +313,25 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     w.train.micro_batches = m;
     w.train.global_batch = 0;
     if (threads > 0) w.threads = threads;
-    return schedules::shared_program(w, variant);
+    return schedules::shared_program(w, variant, compact);
+  };
+  // Simulates the program of `m` micro-batches per worker; the whole program is generated only
+  // where replica symmetry does not hold (run_simulation's fallback).
+  const auto run = [&](std::int64_t m, const ir::Program& program, int threads) {
+    return run_simulation(program, workload.topology, options, [&, m, threads] {
+      schedules::Workload w = workload;
+      w.train.micro_batches = m;
+      w.train.global_batch = 0;
+      if (threads > 0) w.threads = threads;
+      return schedules::shared_program(w, variant, false);
+    });
   };
   // Simulates `m` micro-batches per worker (cached).
   const auto probe = [&](std::int64_t m) -> Expected<const SimOutput*> {
     if (auto it = probes.find(m); it != probes.end()) return &it->second;
     auto program = program_of(m, 0);
     if (!program.ok()) return program.error();
-    auto out = run_simulation(**program, workload.topology, options);
+    auto out = run(m, **program, 0);
     if (!out.ok()) return out.error();
     return &probes.emplace(m, std::move(*out)).first->second;
   };
@@ -341,7 +365,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
           results[i] = program.error();
           continue;
         }
-        results[i] = run_simulation(**program, workload.topology, options);
+        results[i] = run(counts[i], **program, 1);
       }
     };
     std::vector<std::thread> pool;

@@ -164,7 +164,57 @@ bool check_period(const ir::Program& program, const topo::Topology& topology, Re
   return true;
 }
 
+/// Replica 0's ops of a compact program: peers in replica 0, rooted collectives replica-local,
+/// ids in range (what same_op checks that is not about the images).
+bool check_stored_replica(const ir::Program& program, const ReplicaSymmetry& sym,
+                          std::string& why) {
+  const std::int32_t R = sym.replica_ranks;
+  for (std::int32_t r = 0; r < R; ++r) {
+    for (const ir::Op& op : program.ranks[idx(r)].ops) {
+      if (op.stream >= program.streams.size() ||
+          (op.comm != ir::kNone && (op.comm < 0 || idx(op.comm) >= sym.comm_image.size()))) {
+        why = "stream or communicator id out of range";
+        return false;
+      }
+      if ((op.kind == ir::OpKind::send || op.kind == ir::OpKind::recv) &&
+          (op.peer < 0 || op.peer >= R)) {
+        why = "point-to-point transfers between replicas";
+        return false;
+      }
+      if (op.kind == ir::OpKind::collective && op.peer != ir::kNone &&
+          (op.comm == ir::kNone || sym.cross_replica(op.comm))) {
+        why = "a collective's root does not map between replicas";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<ReplicaSymmetry> compact_replica_symmetry(const ir::Program& program,
+                                                        const topo::Topology& topology,
+                                                        std::string& why) {
+  const std::int32_t n = program.num_ranks();
+  const std::int32_t R = program.stored_ranks;
+  const auto& placement = program.header.placement;
+  why = "a single replica";
+  if (R <= 0 || n % R != 0 || n / R < 2 || topology.host_cpu() || placement.size() != idx(n))
+    return {};
+  for (std::int32_t r = R; r < n; ++r) {
+    if (topology.device(placement[idx(r)]).name != topology.device(placement[idx(r % R)]).name) {
+      why = "replicas run on different device kinds";
+      return {};
+    }
+  }
+  ReplicaSymmetry sym;
+  sym.replica_ranks = R;
+  sym.replicas = n / R;
+  if (!map_communicators(program, sym, why) || !check_stored_replica(program, sym, why)) return {};
+  why.clear();
+  return sym;
+}
 
 std::optional<ReplicaSymmetry> find_replica_symmetry(const ir::Program& program,
                                                      const topo::Topology& topology,

@@ -86,4 +86,22 @@ std::optional<ReplicaSymmetry> find_replica_symmetry(const ir::Program& program,
                                                      const topo::Topology& topology,
                                                      std::string& why);
 
+/// The replica symmetry of a replica-compact program (ir::Program::stored_ranks = R: replica 0
+/// stored, the other replicas only as communicators), or nothing with `why`.
+///
+/// Where the one-replica shortcut holds. The generator guarantees by construction that replica
+/// d runs the image of replica 0 under the shift by d replicas (schedules/schedule.h
+/// ScheduleInput::replica_only; tests/unit/simulator/replica_only_test.cpp compares it with the
+/// full program): that part of find_replica_symmetry's proof (same ops, buffers, costs and NCCL
+/// groups up to the shift) is not re-checked, since the images are never built. What is
+/// checked here, in O(replica 0's ops + communicators), is the rest: every rank's device is of
+/// its image's kind, the communicators map between replicas (replica-local ones onto the next
+/// replica's, cross-replica ones onto themselves), replica 0's point-to-point transfers stay in
+/// replica 0 and its rooted collectives are replica-local. Where it does not hold (any of these
+/// fails, or the network breaks the symmetry while the executor runs), the caller simulates the
+/// full program (sim/simulator.h run_simulation).
+std::optional<ReplicaSymmetry> compact_replica_symmetry(const ir::Program& program,
+                                                        const topo::Topology& topology,
+                                                        std::string& why);
+
 }  // namespace tawpipe::sim
