@@ -22,7 +22,16 @@ EventHandle EventQueue::push(SimTime time, const Event& event) {
 
 bool EventQueue::cancel(EventHandle handle) {
   if (!is_pending(handle)) return false;
-  remove_at(slots_[handle.slot].pos);
+  const std::size_t index = slots_[handle.slot].pos;
+  const Entry last = heap_.back();
+  heap_.pop_back();
+  if (index < heap_.size()) {  // the last entry fills the hole, up or down from there
+    if (index > 0 && before(last, heap_[(index - 1) / 2])) {
+      sift_up(index, last);
+    } else {
+      settle_down(index, last);
+    }
+  }
   release_slot(handle.slot);
   return true;
 }
@@ -37,7 +46,7 @@ EventHandle EventQueue::reschedule(EventHandle handle, SimTime time, const Event
   if (index > 0 && before(e, heap_[(index - 1) / 2])) {
     sift_up(index, e);
   } else {
-    sift_down(index, e);
+    settle_down(index, e);
   }
   return handle;
 }
@@ -50,7 +59,7 @@ ScheduledEvent EventQueue::pop() {
   assert(!empty());
   const Entry top = heap_.front();
   const ScheduledEvent out{SimTime::ps(top.time_ps), top.sequence, slots_[top.slot].event};
-  remove_at(0);
+  remove_top();
   release_slot(top.slot);
   return out;
 }
@@ -68,16 +77,10 @@ void EventQueue::release_slot(std::uint32_t slot) {
   free_slots_.push_back(slot);
 }
 
-void EventQueue::remove_at(std::size_t index) {
+void EventQueue::remove_top() {
   const Entry last = heap_.back();
   heap_.pop_back();
-  if (index == heap_.size()) return;  // it was the last entry
-  // The last entry fills the hole: it moves up if it precedes the hole's parent, else down.
-  if (index > 0 && before(last, heap_[(index - 1) / 2])) {
-    sift_up(index, last);
-  } else {
-    sift_down(index, last);
-  }
+  if (!heap_.empty()) sift_down(0, last);
 }
 
 // Hole-based sifting: move the displaced entries once instead of swapping at every level.
@@ -87,6 +90,17 @@ void EventQueue::sift_up(std::size_t index, Entry e) {
     if (!before(e, heap_[parent])) break;
     place(index, heap_[parent]);
     index = parent;
+  }
+  place(index, e);
+}
+
+void EventQueue::settle_down(std::size_t index, Entry e) {
+  const std::size_t n = heap_.size();
+  for (std::size_t child = 2 * index + 1; child < n; child = 2 * index + 1) {
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], e)) break;
+    place(index, heap_[child]);
+    index = child;
   }
   place(index, e);
 }

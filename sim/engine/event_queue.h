@@ -115,14 +115,17 @@ class EventQueue {
     slots_[e.slot].pos = static_cast<std::uint32_t>(index);
   }
   void release_slot(std::uint32_t slot);
-  /// Removes the entry at `index` (the heap keeps its order).
-  void remove_at(std::size_t index);
+  /// Removes the earliest entry (the heap keeps its order).
+  void remove_top();
   /// Puts `e` at the hole `index` and moves it up to its place.
   void sift_up(std::size_t index, Entry e);
   /// Walks the hole at `index` down the smaller-child path to a leaf, then sifts `e` up from
   /// there (Floyd's bottom-up deletion: one comparison per level on the way down; the moved
   /// entry almost always belongs near the bottom).
   void sift_down(std::size_t index, Entry e);
+  /// Puts `e` at the hole `index` and moves it down while a child precedes it (a classic
+  /// sift-down: a moved or refilled entry usually belongs near where it was).
+  void settle_down(std::size_t index, Entry e);
 
   std::vector<Entry> heap_;
   std::vector<Slot> slots_;
