@@ -362,7 +362,9 @@ Status Executor::prepare() {
       } else if ((op.kind == ir::OpKind::send || op.kind == ir::OpKind::recv) &&
                  op.peer != ir::kNone && idx(op.peer) < ranks) {
         const std::uint64_t comm = op.comm == ir::kNone ? 0 : idx(op.comm) + 1;
-        p2p_links.push_back(comm * ranks + idx(op.peer));
+        const std::uint64_t link = comm * ranks + idx(op.peer);
+        // a rank's transfers come in runs with one peer: skip the repeats before sorting
+        if (p2p_links.empty() || p2p_links.back() != link) p2p_links.push_back(link);
       }
     }
     std::sort(p2p_links.begin(), p2p_links.end());
