@@ -306,24 +306,23 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   const bool compact = options.symmetry;
   std::map<std::int64_t, std::shared_ptr<const ir::Program>> generated;
   // The program of `m` micro-batches per worker; `threads` > 0 caps the generator's threads.
-  const auto program_of = [&](std::int64_t m,
-                              int threads) -> Expected<std::shared_ptr<const ir::Program>> {
-    if (auto it = generated.find(m); it != generated.end()) return it->second;
+  const auto workload_of = [&](std::int64_t m, int threads) {
     schedules::Workload w = workload;
     w.train.micro_batches = m;
     w.train.global_batch = 0;
     if (threads > 0) w.threads = threads;
-    return schedules::shared_program(w, variant, compact);
+    return w;
+  };
+  const auto program_of = [&](std::int64_t m,
+                              int threads) -> Expected<std::shared_ptr<const ir::Program>> {
+    if (auto it = generated.find(m); it != generated.end()) return it->second;
+    return schedules::shared_program(workload_of(m, threads), variant, compact);
   };
   // Simulates the program of `m` micro-batches per worker; the whole program is generated only
   // where replica symmetry does not hold (run_simulation's fallback).
   const auto run = [&](std::int64_t m, const ir::Program& program, int threads) {
     return run_simulation(program, workload.topology, options, [&, m, threads] {
-      schedules::Workload w = workload;
-      w.train.micro_batches = m;
-      w.train.global_batch = 0;
-      if (threads > 0) w.threads = threads;
-      return schedules::shared_program(w, variant, false);
+      return schedules::shared_program(workload_of(m, threads), variant, false);
     });
   };
   // Simulates `m` micro-batches per worker (cached).

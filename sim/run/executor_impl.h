@@ -351,7 +351,8 @@ class Executor {
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
   void charge_wakeups(std::size_t g);
-  /// CPU topologies: by unit, when its last op completed (its wait's schedule restarts there).
+  /// CPU topologies: by unit, when its last op completed (its wait's schedule restarts there);
+  /// sized by prepare().
   std::vector<SimTime> unit_last_done_;
   bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it
   std::vector<double> rank_sms_;   ///< SM count of each rank's GPU (0: no contention)

@@ -60,7 +60,6 @@ void Executor::charge_wakeups(std::size_t g) {
   // completion: the wake-ups of a unit are those of the intervals between its completions, not
   // one full wait per op.
   const auto unit = idx(rt_[g].unit);
-  if (unit_last_done_.size() < units_.size()) unit_last_done_.resize(units_.size());
   const SimTime since = std::max(res_.op_start[g], unit_last_done_[unit]);
   unit_last_done_[unit] = engine_.now();
   const SimTime waited = engine_.now() - since;

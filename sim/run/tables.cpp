@@ -330,6 +330,7 @@ void Executor::build_comm_order() {
 Status Executor::prepare() {
   init_contention();
   TAWPIPE_TRY(build_units());
+  if (shm_) unit_last_done_.assign(units_.size(), SimTime());  // charge_wakeups
   build_comm_order();
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());
