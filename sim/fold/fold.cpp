@@ -157,6 +157,48 @@ Miss repeats(const report::Report& a, const report::Report& b, const report::Rep
   return Miss::none;
 }
 
+// Micro-batches some rank holds at once in program order: on each rank, a micro-batch is held
+// from its first compute op to its last (forward to backward, or to the deferred weight
+// gradient of a zero-bubble schedule); the most held at one op, over the (stored) ranks.
+std::int64_t held_at_once(const ir::Program& program) {
+  std::vector<std::int32_t> first, last;  // by sample: op index on the current rank, -1: none
+  std::vector<std::int32_t> delta;        // by op index: +1 where a sample starts, -1 after its end
+  std::vector<std::int32_t> seen;         // samples of the current rank
+  std::int64_t most = 0;
+  const std::size_t ranks =
+      program.compact() ? static_cast<std::size_t>(program.stored_ranks) : program.ranks.size();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto& ops = program.ranks[r].ops;
+    seen.clear();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const ir::Op& op = ops[i];
+      if (op.kind != ir::OpKind::compute || op.sample < 0) continue;
+      const auto s = static_cast<std::size_t>(op.sample);
+      if (s >= first.size()) {
+        first.resize(s + 1, -1);
+        last.resize(s + 1, -1);
+      }
+      if (first[s] < 0) {
+        first[s] = static_cast<std::int32_t>(i);
+        seen.push_back(op.sample);
+      }
+      last[s] = static_cast<std::int32_t>(i);
+    }
+    delta.assign(ops.size() + 1, 0);
+    for (const std::int32_t s : seen) {
+      ++delta[static_cast<std::size_t>(first[static_cast<std::size_t>(s)])];
+      --delta[static_cast<std::size_t>(last[static_cast<std::size_t>(s)]) + 1];
+      first[static_cast<std::size_t>(s)] = -1;
+    }
+    std::int64_t held = 0;
+    for (const std::int32_t d : delta) {
+      held += d;
+      most = std::max(most, held);
+    }
+  }
+  return most;
+}
+
 // The reason a probe set gives for not folding (FoldInfo::reason).
 std::string miss_reason(Miss miss, std::int64_t last_probe) {
   const std::string at = std::to_string(last_probe) + " micro-batches per worker";
@@ -325,11 +367,20 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
       return schedules::shared_program(workload_of(m, threads), variant, false);
     });
   };
+  // The pipeline fill (held_at_once): while the largest probe so far holds all its micro-batches
+  // at once, the last probe of the next base is generated first and its base skipped when it
+  // does too. `fill_probe` is the count whose held micro-batches a probe run records (0: none).
+  std::int64_t fill_probe = 0;
+  std::atomic<std::int64_t> fill_held{-1};
+  const auto note_fill = [&](std::int64_t c, const ir::Program& program) {
+    if (c == fill_probe) fill_held = held_at_once(program);
+  };
   // Simulates `m` micro-batches per worker (cached).
   const auto probe = [&](std::int64_t m) -> Expected<const SimOutput*> {
     if (auto it = probes.find(m); it != probes.end()) return &it->second;
     auto program = program_of(m, 0);
     if (!program.ok()) return program.error();
+    note_fill(m, **program);
     auto out = run(m, **program, 0);
     if (!out.ok()) return out.error();
     return &probes.emplace(m, std::move(*out)).first->second;
@@ -364,6 +415,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
           results[i] = program.error();
           continue;
         }
+        note_fill(counts[i], **program);
         results[i] = run(counts[i], **program, 1);
       }
     };
@@ -376,6 +428,33 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
       if (results[i] && results[i]->ok()) probes.emplace(counts[i], std::move(**results[i]));
   };
 
+  // Generates the programs of `counts` (side by side with threads to spare, the largest first)
+  // and records the micro-batches each holds at once.
+  std::map<std::int64_t, std::int64_t> held_of;
+  const auto generate_fill = [&](std::vector<std::int64_t> counts) -> Status {
+    std::sort(counts.begin(), counts.end(), std::greater<>());
+    std::vector<std::optional<Expected<std::shared_ptr<const ir::Program>>>> made(counts.size());
+    std::vector<std::int64_t> held(counts.size(), 0);
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t i = next++; i < counts.size(); i = next++) {
+        made[i] = program_of(counts[i], 1);
+        if (made[i]->ok()) held[i] = held_at_once(***made[i]);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::min<std::size_t>(threads, counts.size()); ++t)
+      pool.emplace_back(work);
+    work();
+    for (auto& t : pool)
+      t.join();
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (!made[i]->ok()) return made[i]->error();
+      held_of[counts[i]] = held[i];
+      generated.emplace(counts[i], std::move(**made[i]));
+    }
+    return Status::success();
+  };
   // A base's probes are worth it only when they (3 + validation, step 1) cost less than the
   // iteration; the base is moved to the count's parity, so that every step length up to
   // kMaxStep lands on it.
@@ -404,6 +483,12 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   auto batch = model::resolve_batch(workload.train, workers);
   if (!batch.ok()) return batch.error();
   m = batch->micro_batches;
+  // Only a schedule whose first probe holds all its micro-batches at once can have a fill longer
+  // than the first base (1F1B and the zero-bubble pipelines; WeiPipe holds two).
+  if (held_at_once(**first) >= kBases[0]) {
+    const std::int64_t first_base = aligned(kBases[0], m);
+    fill_probe = 2 * first_base + 2;  // the first base's largest probe
+  }
   generated.emplace(kBases[0], std::move(*first));
 
   std::string reason = "the rounds did not repeat within the probes";
@@ -415,6 +500,36 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     if (too_few(base, m)) {
       if (base0 == kBases[0]) reason = too_few_reason(m);
       break;
+    }
+    // A base whose probes all lie in the pipeline fill cannot repeat: some rank holds every
+    // micro-batch of its last probe at once, so that rank's peak memory grows with each one
+    // (1F1B on 3x8-a100, 24 stages: the bases 4 and 16 after the base 2). Its probes are not run;
+    // the checks of the bases that do run decide, as before, whether the rounds repeat. The
+    // last probe's program is kept for the base that runs.
+    if (base0 != kBases[0] && fill_held.load() >= fill_probe && fill_probe > 0) {
+      const std::int64_t last = base + 2 * kMaxStep;
+      if (held_of.count(last) == 0) {
+        // With threads to spare, the next two bases' last probes are generated beside this one:
+        // needed to skip them too, or by the probes of a base that runs (1F1B: 8, 20 and 36).
+        std::vector<std::int64_t> lasts{last};
+        for (const std::int64_t b0 : kBases) {
+          const std::int64_t c = aligned(b0, m) + 2 * kMaxStep;
+          if (threads > 1 && b0 > base0 && lasts.size() < 3 && c < m && !too_few(aligned(b0, m), m))
+            lasts.push_back(c);
+        }
+        if (auto status = generate_fill(lasts); !status.ok())
+          return simulate_whole(workload, variant, options, "probe failed", m);
+      }
+      const std::int64_t held = held_of.at(last);
+      if (held >= last) {
+        reason = "the pipeline fill is longer than the probes: a rank holds all " +
+                 std::to_string(last) + " micro-batches of a probe at once";
+        memory_missed = true;
+        fill_probe = last;
+        fill_held = held;
+        continue;
+      }
+      fill_probe = 0;
     }
     // The first base's validation probe is prefetched too (most methods fold there, and it is
     // small); a later base's only once its probes repeat, so that a method that does not fold
@@ -500,7 +615,8 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     split_bases = split_only ? split_bases + 1 : 0;
     if (split_bases == 2) break;
     // The iteration time itself did not grow by one step per round at any step length, at this
-    // base and the one before (the probes are past the pipeline fill: bases of 16 and more).
+    // base and the one before (bases of 16 and more that ran: bases in the pipeline fill are
+    // skipped above, so 1F1B over 24 stages counts the bases 32 and 64).
     // Measured: 1F1B on 3x8-a100 with a NIC of 8-24 Gb/s is network-bound, and its period-2
     // round times drift by ~1 ms a round and never settle (0.8293, 0.7449, 0.8282, 0.7460 s at
     // 61-65 micro-batches, 8 Gb/s); larger bases missed the same way up to 256, and probing them

@@ -48,6 +48,12 @@
 /// compute, network (protocols, SM contention) and host (processor sharing) models may change
 /// underneath it. A model whose effect is not periodic in rounds simply makes the check fail.
 ///
+/// A base whose probes all lie in the pipeline fill is not run: when some rank holds every
+/// micro-batch of the base's last probe at once (from its first compute op to its last, in
+/// program order), that rank's peak memory still grows with each micro-batch, so the set cannot
+/// repeat (1F1B on 3x8-a100, 24 stages: the bases 4 and 16 are skipped after the base 2 missed).
+/// Only the last probe's program is generated to see it; the bases that run decide as before.
+///
 /// With threads to spare the probes of a set run side by side, largest first, with a likely next
 /// probe on an otherwise idle thread; the result does not depend on it.
 ///
