@@ -27,6 +27,21 @@ inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
 /// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
 inline constexpr int kSpinPolls = 8;
 
+/// Shortest timeout of a sleep on a doorbell (exec/host/doorbell.h: point-to-point waits whose
+/// peer rings when the op can complete): a safety net for progress no bell announces (another
+/// thread of the process may complete this thread's receive inside its own test), rare enough
+/// that its wake-ups cost little (bench_overlap counts the timeouts) and short enough that a
+/// missed bell costs about a millisecond, not a hang. A long wait backs off as the timer schedule
+/// does (1/kLongWaitSleepDivisor of the wait so far, at most kLongWaitMaxSleepNs), so it never
+/// wakes more often than the timer schedule would.
+inline constexpr std::int64_t kDoorbellTimeoutNs = 1'000'000;
+
+/// The timeout of a sleep on a doorbell when the wait has lasted `waited_ns`.
+constexpr std::int64_t doorbell_timeout_ns(std::int64_t waited_ns) {
+  return std::clamp(waited_ns / kLongWaitSleepDivisor, kDoorbellTimeoutNs,
+                    std::max(kDoorbellTimeoutNs, kLongWaitMaxSleepNs));
+}
+
 /// The sleep after one of `sleep_ns` when the wait has lasted `waited_ns`.
 constexpr std::int64_t next_sleep_ns(std::int64_t sleep_ns, std::int64_t waited_ns) {
   const std::int64_t cap =
@@ -54,6 +69,35 @@ void for_each_sleep(std::int64_t wait_ns, std::int64_t overshoot_ns, Each&& each
     each(sleep, 1.0);
     sleep = next_sleep_ns(sleep, t);
   }
+}
+
+/// The sleeps of a wait on a doorbell that lasts `wait_ns` and ends with its bell: the timeouts
+/// (doorbell_timeout_ns) that fit in the wait, then the sleep the bell ends; `each` as in
+/// for_each_sleep. A wait that ends during the spins has none.
+template <class Each>
+void for_each_doorbell_sleep(std::int64_t wait_ns, Each&& each) {
+  if (wait_ns <= 0) return;
+  std::int64_t t = 0;
+  for (;;) {
+    const std::int64_t timeout = doorbell_timeout_ns(t);
+    if (timeout == kLongWaitMaxSleepNs && t + timeout < wait_ns) {  // the rest at once
+      const std::int64_t n = (wait_ns - t - 1) / timeout;
+      each(timeout, static_cast<double>(n));
+      t += n * timeout;
+      break;
+    }
+    if (t + timeout >= wait_ns) break;
+    each(timeout, 1.0);
+    t += timeout;
+  }
+  each(wait_ns - t, 1.0);
+}
+
+/// Wake-ups of a wait on a doorbell that lasts `wait_ns` (for_each_doorbell_sleep).
+inline double doorbell_wakeups(std::int64_t wait_ns) {
+  double n = 0.0;
+  for_each_doorbell_sleep(wait_ns, [&](std::int64_t, double count) { n += count; });
+  return n;
 }
 
 /// Wake-ups (sleeps that end) of a wait that lasts `wait_ns` (for_each_sleep).

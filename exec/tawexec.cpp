@@ -26,6 +26,7 @@
 #include "exec/host/calibrate.h"
 #include "exec/host/calibrate_comm.h"
 #include "exec/host/collect.h"
+#include "exec/host/doorbell.h"
 #include "exec/host/host_backend.h"
 #include "exec/host/pin.h"
 #include "exec/interpreter.h"
@@ -305,6 +306,10 @@ int main(int argc, char** argv) {
   if (provided < MPI_THREAD_MULTIPLE)
     return kTawexec.usage_error(
         "MPI lacks MPI_THREAD_MULTIPLE support (the host backend runs one thread per IR stream)");
+  // Waits for point-to-point messages sleep until the peer rings (exec/host/doorbell.h).
+  if (Status s = tawpipe::exec::host::install_doorbells(); !s.ok() && world_rank() == 0)
+    std::cerr << "tawexec: warning: no doorbells, waits poll on timers: " << s.error().message
+              << "\n";
 
   if (argc > 1 && std::string(argv[1]) == "calibrate") {
     return tawpipe::exec::host::calibrate_main(argc - 1, argv + 1);

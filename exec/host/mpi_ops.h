@@ -9,7 +9,9 @@
 ///
 /// Waiting: `wait_all` tests the requests (MPI_Testsome, which is also what advances Open MPI's
 /// shared-memory transport and libnbc's collective schedules) and, between tests, gives the core
-/// away: a few immediate re-tests first (a message that is about to land costs no sleep), then
+/// away: a few immediate re-tests first (a message that is about to land costs no sleep), then,
+/// for point-to-point ops, a sleep on the process's doorbell until the peer rings
+/// (exec/host/doorbell.h: one wake-up per message), else (libnbc collectives)
 /// sleeps that double from kFirstSleep to kMaxSleep, or in a long wait to 1/8 of the wait so far
 /// (kLongWaitSleepDivisor). A busy wait (MPI_Wait's default) would steal the core from the
 /// compute thread of this or another rank that shares it; a sleeping wait adds at most kMaxSleep
@@ -86,6 +88,10 @@ struct PostedOp {
   std::unique_ptr<float[]> staging;
   std::size_t staged = 0;
   float* copy_to = nullptr;
+  /// Point-to-point: the peer's world rank, whose doorbell announces this op's progress
+  /// (exec/host/doorbell.h), or -1 (collectives of libnbc: no bell, the wait uses timers).
+  int peer_world = -1;
+  bool is_recv = false;
 };
 
 /// What one collective needs: buffers (floats), element count of the whole buffer, the caller's
@@ -139,15 +145,19 @@ Status run_direct(const CollectiveArgs& args);
 /// run_collective.
 Status run_alone(const CollectiveArgs& args);
 
-/// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`.
+/// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`,
+/// and rings the peer's doorbell (exec/host/doorbell.h).
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
                 PostedOp& out);
 
-/// Sleeps wait_all has taken on the calling thread so far (each one a wake-up): calibration
-/// takes the wake-ups' own CPU time out of a transfer's measured CPU time.
+/// Sleeps wait_all has taken on the calling thread so far (each one a wake-up, timer or doorbell):
+/// calibration takes the wake-ups' own CPU time out of a transfer's measured CPU time.
 std::uint64_t wait_sleeps_on_this_thread();
 
-/// Waits, without spinning (see above), until every op of `ops` completed; calls
+/// Waits, without spinning (see above), until every op of `ops` completed: while every pending
+/// op is a point-to-point op whose peer has a doorbell, by sleeping on this process's doorbell
+/// (at most host_wait::doorbell_timeout_ns per sleep), else on the timer schedule; a completed
+/// receive rings its sender. Calls
 /// `on_done(index)` once per op as it completes (after copying staged output back). Returns
 /// early, with ops still pending, when `stop` (may be null) becomes true.
 Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>& on_done,

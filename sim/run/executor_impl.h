@@ -351,6 +351,9 @@ class Executor {
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
   void charge_wakeups(std::size_t g);
+  /// CPU topologies: whether the host backend waits for unit `unit` on its doorbell
+  /// (exec/host/doorbell.h) rather than on timers (sim/run/host_cpu.cpp).
+  bool rings_doorbell(std::size_t unit) const;
   /// CPU topologies: by unit, when its last op completed (its wait's schedule restarts there);
   /// sized by prepare().
   std::vector<SimTime> unit_last_done_;

@@ -4,9 +4,10 @@
 // ranks that copy the bytes (the receiver's for a message; for a collective the members that
 // receive: a reduce's root, a broadcast's non-roots, every member of the others). Only the
 // measured CPU time of a transfer is core work; the rest of its time is core-free latency. A
-// waiting communication thread wakes up to test MPI (common/host_wait.h) and every wake-up costs
-// its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait are
-// charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
+// waiting communication thread wakes up to test MPI (common/host_wait.h: on timers, or once when
+// its peer rings its doorbell for point-to-point waits, exec/host/doorbell.h) and every wake-up
+// costs its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait
+// are charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
 #include <algorithm>
 #include <cmath>
 
@@ -74,24 +75,54 @@ void Executor::charge_wakeups(std::size_t g) {
   const double short_ps = static_cast<double>(wakeup_cost_.picoseconds());
   const double long_ps = static_cast<double>(wakeup_cost_long_.picoseconds());
   double cost_ps = 0.0;
-  host_wait::for_each_sleep(
-      waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000,
-      [&](std::int64_t sleep_ns, double count) {
-        if (wakeup_cost_long_ <= SimTime() || sleep_ns <= host_wait::kMaxSleepNs) {
-          cost_ps += count * short_ps;
-          return;
-        }
-        const double f =
-            std::log(static_cast<double>(sleep_ns) / static_cast<double>(host_wait::kMaxSleepNs)) /
-            std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
-                     static_cast<double>(host_wait::kMaxSleepNs));
-        cost_ps += count * (short_ps + std::min(f, 1.0) * (long_ps - short_ps));
-      });
+  auto each = [&](std::int64_t sleep_ns, double count) {
+    if (wakeup_cost_long_ <= SimTime() || sleep_ns <= host_wait::kMaxSleepNs) {
+      cost_ps += count * short_ps;
+      return;
+    }
+    const double f =
+        std::log(static_cast<double>(sleep_ns) / static_cast<double>(host_wait::kMaxSleepNs)) /
+        std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
+                 static_cast<double>(host_wait::kMaxSleepNs));
+    cost_ps += count * (short_ps + std::min(f, 1.0) * (long_ps - short_ps));
+  };
+  if (rings_doorbell(unit)) {
+    host_wait::for_each_doorbell_sleep(waited.picoseconds() / 1000, each);
+  } else {
+    host_wait::for_each_sleep(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000,
+                              each);
+  }
   const double share =
       static_cast<double>(busy.picoseconds()) / static_cast<double>(waited.picoseconds());
   const auto work = SimTime::ps(static_cast<std::int64_t>(cost_ps * share));
   if (work <= SimTime()) return;
   cores_->add_background(core, work, kBackgroundToken);
+}
+
+bool Executor::rings_doorbell(std::size_t unit) const {
+  // exec/host wait_all sleeps on the doorbell while every pending op is point-to-point: sends and
+  // receives, and a lone reduce, reduce-scatter or all-reduce that splits evenly over its
+  // members (run_direct, exec/host/mpi_ops.h); libnbc's collectives (a lone all-gather or
+  // broadcast, every collective of a group) wait on timers.
+  const std::uint32_t first = units_[unit].first_op, end = units_[unit + 1].first_op;
+  for (std::uint32_t i = first; i < end; ++i) {
+    const std::size_t g = unit_ops_[i];
+    const ir::Op& op = op_at(g);
+    if (op.kind != ir::OpKind::collective) continue;
+    if (end - first > 1) return false;
+    const auto members =
+        static_cast<std::uint64_t>(program_.communicators[idx(op.comm)].members.size());
+    switch (op.collective) {
+      case ir::CollectiveKind::reduce:
+        return members > 1;
+      case ir::CollectiveKind::reduce_scatter:
+      case ir::CollectiveKind::all_reduce:
+        return members > 1 && (op.bytes / 4) % members == 0;
+      default:
+        return false;
+    }
+  }
+  return true;
 }
 
 int Executor::core_of_rank(ir::Rank r) const {
