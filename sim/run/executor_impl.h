@@ -260,6 +260,9 @@ class Executor {
   BigVector<std::uint32_t> immediate_;
   BigVector<Unit> units_;  ///< by unit id, plus a sentinel whose first_op is the op count
   BigVector<std::uint32_t> unit_ops_;
+  /// Global indices of the send, recv and collective ops, in program order (built with the
+  /// units; the tables of transfers and NCCL connections read only these).
+  BigVector<std::uint32_t> comm_ops_;
   BigVector<std::uint32_t> dependents_offset_;
   BigVector<std::int32_t> dependents_;
   /// NCCL runs the operations of one communicator one after another on a rank: unit -> the

@@ -28,6 +28,12 @@ Status Executor::build_units() {
   total_ops_ = res_.rank_offset[ranks];
   rt_.resize(total_ops_);
   units_.reserve(total_ops_ + 1);
+  comm_ops_.clear();
+  dependents_offset_.assign(total_ops_ + 1, 0);
+  // Dependencies between units, (op depended on, waiting unit) in program order: counted on
+  // the one walk over the ops, placed in CSR form after it without reading the ops again.
+  BigVector<std::pair<std::uint32_t, std::int32_t>> edges;
+  edges.reserve(total_ops_);
   std::vector<std::int32_t> last_unit(program_.streams.size());
   std::vector<std::int32_t> last_group(program_.streams.size());  // group of last_unit
   // memory_bound_share depends on the rank, the cost and whether the op is a backward pass
@@ -37,8 +43,10 @@ Status Executor::build_units() {
     std::fill(last_unit.begin(), last_unit.end(), kNoUnit);
     std::fill(share_memo.begin(), share_memo.end(), std::int16_t{-1});
     const ir::RankProgram& rp = program_.ranks[r];
+    const ir::OpIndex* pool = rp.dep_pool.data();
+    const std::size_t offset = res_.rank_offset[r];
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-      const std::size_t g = res_.rank_offset[r] + i;
+      const std::size_t g = offset + i;
       const ir::Op& op = rp.ops[i];
       RtOp& rt = rt_[g];
       rt.rank = static_cast<ir::Rank>(r);
@@ -79,8 +87,9 @@ Status Executor::build_units() {
           }
           break;
         }
-        default:
+        default:  // send, recv, collective
           rt.bytes = op.bytes;
+          comm_ops_.push_back(static_cast<std::uint32_t>(g));
           break;
       }
       if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");
@@ -88,14 +97,25 @@ Status Executor::build_units() {
       if (op.group != ir::kNone && prev != kNoUnit && last_group[op.stream] == op.group) {
         rt.unit = prev;
         ++units_[idx(prev)].pending;
-        continue;
+      } else {
+        const auto u = static_cast<std::int32_t>(units_.size());
+        last_group[op.stream] = op.group;
+        units_.push_back(Unit{prev == kNoUnit ? 0 : 1, 1, kNoUnit, 0});
+        if (prev != kNoUnit) units_[idx(prev)].next = u;
+        last_unit[op.stream] = u;
+        rt.unit = u;
       }
-      const auto u = static_cast<std::int32_t>(units_.size());
-      last_group[op.stream] = op.group;
-      units_.push_back(Unit{prev == kNoUnit ? 0 : 1, 1, kNoUnit, 0});
-      if (prev != kNoUnit) units_[idx(prev)].next = u;
-      last_unit[op.stream] = u;
-      rt.unit = u;
+      // Dependents: op d -> units waiting for it. Dependencies inside one group are dropped:
+      // the group is posted as a whole.
+      for (std::uint32_t k = 0; k < op.deps_count; ++k) {
+        const ir::OpIndex d = pool[op.deps_offset + k];
+        if (d < 0 || idx(d) >= i) return op_error(g, "dependency on a later op");
+        const std::size_t dg = offset + idx(d);
+        if (rt_[dg].unit == rt.unit) continue;
+        ++dependents_offset_[dg + 1];
+        ++units_[idx(rt.unit)].remaining;
+        edges.emplace_back(static_cast<std::uint32_t>(dg), rt.unit);
+      }
     }
   }
   const std::size_t units = units_.size();
@@ -108,38 +128,15 @@ Status Executor::build_units() {
   unit_ops_.resize(total_ops_);
   for (std::size_t g = 0; g < total_ops_; ++g)
     unit_ops_[fill[idx(rt_[g].unit)]++] = static_cast<std::uint32_t>(g);
-  // Dependents (CSR): op d -> units waiting for it. Dependencies inside one group are dropped:
-  // the group is posted as a whole.
-  dependents_offset_.assign(total_ops_ + 1, 0);
-  for (int pass = 0; pass < 2; ++pass) {
-    BigVector<std::uint32_t> cursor;
-    if (pass == 1) {
-      for (std::size_t g = 0; g < total_ops_; ++g)
-        dependents_offset_[g + 1] += dependents_offset_[g];
-      dependents_.resize(dependents_offset_[total_ops_]);
-      cursor.assign(dependents_offset_.begin(), dependents_offset_.end() - 1);
-    }
-    for (std::size_t r = 0; r < ranks; ++r) {
-      const ir::RankProgram& rp = program_.ranks[r];
-      const ir::OpIndex* pool = rp.dep_pool.data();
-      for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-        const std::size_t g = res_.rank_offset[r] + i;
-        const ir::Op& op = rp.ops[i];
-        for (std::uint32_t k = 0; k < op.deps_count; ++k) {
-          const ir::OpIndex d = pool[op.deps_offset + k];
-          if (d < 0 || idx(d) >= i) return op_error(g, "dependency on a later op");
-          const std::size_t dg = res_.rank_offset[r] + idx(d);
-          if (rt_[dg].unit == rt_[g].unit) continue;
-          if (pass == 0) {
-            ++dependents_offset_[dg + 1];
-            ++units_[idx(rt_[g].unit)].remaining;
-          } else {
-            dependents_[cursor[dg]++] = rt_[g].unit;
-          }
-        }
-      }
-    }
-  }
+  for (std::size_t g = 0; g < total_ops_; ++g)
+    dependents_offset_[g + 1] += dependents_offset_[g];
+  dependents_.resize(edges.size());
+  // Each op's offset serves as its cursor, then moves back to its start (no cursor array).
+  for (const auto& [dg, unit] : edges)
+    dependents_[dependents_offset_[dg]++] = unit;
+  for (std::size_t g = total_ops_; g > 0; --g)
+    dependents_offset_[g] = dependents_offset_[g - 1];
+  dependents_offset_[0] = 0;
   return Status::success();
 }
 
@@ -168,30 +165,25 @@ Status Executor::build_p2p() {
   // Schedules talk to a few peers in runs: remember the last channel looked up.
   std::uint64_t last_key = ~std::uint64_t{0};
   std::uint32_t last_channel = 0;
-  for (std::size_t r = 0; r < active_ranks_; ++r) {  // replica symmetry: replica 0's only
-    const auto& ops = program_.ranks[r].ops;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const ir::Op& op = ops[i];
-      if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
-      const std::size_t g = res_.rank_offset[r] + i;
-      if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
-        return op_error(g, "peer rank out of range");
-      const auto me = static_cast<std::uint64_t>(r);
-      const auto peer = static_cast<std::uint64_t>(op.peer);
-      const bool is_recv = op.kind == ir::OpKind::recv;
-      const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
-                                ((is_recv ? peer : me) << 21) | (is_recv ? me : peer);
-      if (key != last_key) {
-        const auto [it, added] =
-            channel_of.try_emplace(key, static_cast<std::uint32_t>(channels.size()));
-        if (added) channels.push_back(Channel{key, 0, 0, 0});
-        last_key = key;
-        last_channel = it->second;
-      }
-      Channel& c = channels[last_channel];
-      entries.push_back(Entry{static_cast<std::uint32_t>(g), last_channel,
-                              is_recv ? c.recvs++ : c.sends++, is_recv});
+  for (const std::uint32_t g : comm_ops_) {  // replica symmetry: replica 0's only
+    if (rt_[g].kind != ir::OpKind::send && rt_[g].kind != ir::OpKind::recv) continue;
+    const ir::Op& op = op_at(g);
+    if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
+      return op_error(g, "peer rank out of range");
+    const auto me = static_cast<std::uint64_t>(rt_[g].rank);
+    const auto peer = static_cast<std::uint64_t>(op.peer);
+    const bool is_recv = op.kind == ir::OpKind::recv;
+    const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
+                              ((is_recv ? peer : me) << 21) | (is_recv ? me : peer);
+    if (key != last_key) {
+      const auto [it, added] =
+          channel_of.try_emplace(key, static_cast<std::uint32_t>(channels.size()));
+      if (added) channels.push_back(Channel{key, 0, 0, 0});
+      last_key = key;
+      last_channel = it->second;
     }
+    Channel& c = channels[last_channel];
+    entries.push_back(Entry{g, last_channel, is_recv ? c.recvs++ : c.sends++, is_recv});
   }
   std::uint32_t slots = 0;
   for (Channel& c : channels) {
@@ -236,9 +228,9 @@ Status Executor::build_collectives() {
     const auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(r, std::int32_t{-1}));
     return it != v.end() && it->first == r ? it->second : -1;
   };
-  for (std::size_t g = 0; g < total_ops_; ++g) {
+  for (const std::uint32_t g : comm_ops_) {
+    if (rt_[g].kind != ir::OpKind::collective) continue;
     const ir::Op& op = op_at(g);
-    if (op.kind != ir::OpKind::collective) continue;
     if (op.comm < 0 || idx(op.comm) >= comms) return op_error(g, "communicator out of range");
     const std::size_t c = idx(op.comm);
     const std::int32_t pos = find(c, rt_[g].rank);
@@ -296,23 +288,21 @@ void Executor::build_comm_order() {
   // cleared per rank (thousands of pair communicators x 1024 ranks).
   std::vector<std::pair<std::size_t, std::int32_t>> last(program_.communicators.size(),
                                                          {active_ranks_, kNoUnit});
-  for (std::size_t r = 0; r < active_ranks_; ++r) {
-    const ir::RankProgram& rp = program_.ranks[r];
-    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-      const ir::Op& op = rp.ops[i];
-      if (!is_comm(op.kind) || op.comm == ir::kNone) continue;
-      const std::int32_t u = rt_[res_.rank_offset[r] + i].unit;
-      auto& [stamp, prev] = last[idx(op.comm)];
-      if (stamp != r) {
-        stamp = r;
-        prev = kNoUnit;
-      }
-      if (prev != kNoUnit && prev != u) {
-        edges.emplace_back(prev, u);
-        ++units_[idx(u)].remaining;
-      }
-      prev = u;
+  for (const std::uint32_t g : comm_ops_) {  // in program order, rank by rank
+    const ir::CommId comm = op_at(g).comm;
+    if (comm == ir::kNone) continue;
+    const auto r = idx(rt_[g].rank);
+    const std::int32_t u = rt_[g].unit;
+    auto& [stamp, prev] = last[idx(comm)];
+    if (stamp != r) {
+      stamp = r;
+      prev = kNoUnit;
     }
+    if (prev != kNoUnit && prev != u) {
+      edges.emplace_back(prev, u);
+      ++units_[idx(u)].remaining;
+    }
+    prev = u;
   }
   for (const auto& e : edges)
     ++comm_next_offset_[idx(e.first) + 1];
@@ -355,7 +345,11 @@ Status Executor::prepare() {
     std::fill(uses_comm.begin(), uses_comm.end(), 0);
     p2p_links.clear();
     std::int64_t comms = 0;
-    for (const ir::Op& op : rp.ops) {
+    // The rank's communication ops: comm_ops_ is in global op order.
+    const auto begin = std::lower_bound(comm_ops_.begin(), comm_ops_.end(), res_.rank_offset[r]);
+    const auto end = std::lower_bound(begin, comm_ops_.end(), res_.rank_offset[r + 1]);
+    for (auto it = begin; it != end; ++it) {
+      const ir::Op& op = rp.ops[*it - res_.rank_offset[r]];
       if (op.kind == ir::OpKind::collective && op.comm != ir::kNone &&
           program_.communicators[idx(op.comm)].members.size() > 1 && !uses_comm[idx(op.comm)]) {
         uses_comm[idx(op.comm)] = 1;
