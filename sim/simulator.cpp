@@ -186,6 +186,7 @@ Expected<SimOutput> run_simulation(const ir::Program& given, const topo::Topolog
   if (symmetry) {
     out.replicas_collapsed = symmetry->replicas;
     out.replica_ranks = symmetry->replica_ranks;
+    out.uneven_links = res.uneven_links;
   } else {
     out.symmetry_note = options.symmetry ? symmetry_note : "--no-symmetry";
   }

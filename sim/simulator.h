@@ -84,6 +84,9 @@ struct SimOutput {
   std::int32_t replicas_collapsed = 1;
   std::int32_t replica_ranks = 0;
   std::string symmetry_note;
+  /// Replica symmetry held although a cross-replica collective loaded this many links unevenly
+  /// (ExecutionResult::uneven_links).
+  std::int32_t uneven_links = 0;
 };
 
 /// The whole program, on demand: what a replica-compact program (ir::Program::stored_ranks)

@@ -57,7 +57,7 @@ std::uint32_t NetworkModel::add_shared_cap(double bytes_per_second) {
 }
 
 void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-                         std::uint64_t token, double bound, std::uint32_t shared) {
+                         std::uint64_t token, double bound, std::uint32_t shared, bool marked) {
   std::uint32_t index = 0;
   if (!free_transfers_.empty()) {
     index = free_transfers_.back();
@@ -73,6 +73,7 @@ void NetworkModel::start(std::span<const topo::LinkId> links, double bytes, SimT
   t.rate = 0.0;
   t.bound = bound;
   t.shared = shared;
+  t.marked = marked;
   t.token = token;
   t.var = VariableId{};
   t.done = EventHandle{};
@@ -104,6 +105,7 @@ void NetworkModel::join_solver(std::uint32_t index) {
     return;
   }
   t.var = solver_.add_variable(1.0, t.bound);
+  if (t.marked) solver_.set_marked(t.var, true);
   for (topo::LinkId l : t.links) {
     solver_.expand(t.var, constraint_[idx(l)], 1.0);
     link_bytes_[idx(l)] += t.bytes;

@@ -60,9 +60,12 @@ class NetworkModel {
   /// Starts a transfer of `bytes` over `links` (repeats allowed: each occurrence is one more unit
   /// of that link per unit of rate) after `latency`. With no links or no bytes it completes after
   /// the latency alone. `bound` caps the transfer's rate (bytes/s; NCCL's channels x protocol
-  /// bandwidth, sim/network/nccl_tuning.h). `on_complete(token)` fires at the end.
+  /// bandwidth, sim/network/nccl_tuning.h). `on_complete(token)` fires at the end. `marked`
+  /// marks its solver variable (MaxMinSystem::set_marked; replica symmetry's cross-replica
+  /// collectives), which changes no rate.
   void start(std::span<const topo::LinkId> links, double bytes, SimTime latency,
-             std::uint64_t token, double bound = kNoBound, std::uint32_t shared = kNoShared);
+             std::uint64_t token, double bound = kNoBound, std::uint32_t shared = kNoShared,
+             bool marked = false);
 
   /// No shared cap (see `add_shared_cap`).
   static constexpr std::uint32_t kNoShared = 0xffffffffu;
@@ -79,10 +82,15 @@ class NetworkModel {
   bool link_was_bottleneck(topo::LinkId link) const {
     return solver_.was_bottleneck(constraint_[static_cast<std::size_t>(link)]);
   }
-  /// True if the link bound the rates of two or more transfers at once in some solve
-  /// (MaxMinSystem::bound_shared).
-  bool link_bound_shared(topo::LinkId link) const {
-    return solver_.bound_shared(constraint_[static_cast<std::size_t>(link)]);
+  /// True if some solve fixed the rate of an unmarked transfer at the link while a marked one
+  /// (`start`) used it (MaxMinSystem::fixed_unmarked_beside_marked).
+  bool link_fixed_unmarked_beside_marked(topo::LinkId link) const {
+    return solver_.fixed_unmarked_beside_marked(constraint_[static_cast<std::size_t>(link)]);
+  }
+  /// True if some solve fixed rates at the link while two or more marked transfers used it
+  /// (MaxMinSystem::fixed_beside_marked_pair).
+  bool link_fixed_beside_marked_pair(topo::LinkId link) const {
+    return solver_.fixed_beside_marked_pair(constraint_[static_cast<std::size_t>(link)]);
   }
   /// One-way latency of a link (the topology's, or the profile's for its class).
   SimTime link_latency(topo::LinkId link) const {
@@ -112,6 +120,7 @@ class NetworkModel {
     double rate = 0.0;
     double bound = kNoBound;
     std::uint32_t shared = kNoShared;
+    bool marked = false;
     SimTime last_update;
     std::uint64_t token = 0;
     VariableId var;

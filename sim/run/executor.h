@@ -101,6 +101,10 @@ struct ExecutionResult {
   /// With ExecOptions::symmetry: why the flow system turned out not to be replica-symmetric
   /// (the figures are then not exact; simulate without symmetry). Empty: exact.
   std::string symmetry_broken;
+  /// With ExecOptions::symmetry and exact: links (replica 0's standing for a set of counterparts,
+  /// or shared) that a cross-replica collective loaded unevenly without limiting any replica's
+  /// own transfer there (sim/symmetry/symmetry.h, "Uneven loads").
+  std::int32_t uneven_links = 0;
 };
 
 /// Runs `program` once. Errors: placement or dtype problems, unmatched sends/receives or

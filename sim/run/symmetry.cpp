@@ -166,10 +166,17 @@ void Executor::start_collective_orbit(std::uint32_t inst) {
 
 bool Executor::asymmetric_bound() {
   for (const topo::LinkId l : asymmetric_) {
-    if (network_.link_bound_shared(l)) {
+    if (network_.link_fixed_unmarked_beside_marked(l)) {
       broken(
-          "a link that a collective across replicas loads unevenly bound other transfers "
-          "(link " +
+          "a link that a collective across replicas loads unevenly limited a replica's own "
+          "transfer while the collective ran (link " +
+          topology_.link(l).name + ")");
+      return true;
+    }
+    if (network_.link_fixed_beside_marked_pair(l)) {
+      broken(
+          "a link that a collective across replicas loads unevenly limited rates while two "
+          "such collectives used it (link " +
           topology_.link(l).name + ")");
       return true;
     }
@@ -212,11 +219,11 @@ void Executor::check_symmetry() {
       return;
     }
   }
-  // Links that a cross-replica collective loads unevenly: in the quotient their constraint
-  // carried the largest load of the set, which binds first. Exact as long as it never bound
-  // two transfers at once: bound alone, the collective gets what the most loaded copy leaves
-  // it, as in the full simulation; no replica-local transfer was on any copy then.
+  // Links that a cross-replica collective loads unevenly (symmetry.h, "Uneven loads"): exact
+  // as long as none of them fixed a replica's own transfer while the collective used it, nor
+  // rates while two such collectives used it.
   if (asymmetric_bound()) return;
+  std::vector<topo::LinkId> uneven = asymmetric_;
   for (const topo::LinkId l : cross_unseen_) {
     if (link_owner_[idx(l)] >= 0) {
       broken("a collective across replicas used a link before replica-local transfers did (link " +
@@ -243,16 +250,21 @@ void Executor::check_symmetry() {
     for (const auto& [l, n] : count) {
       for (std::int32_t j = 0; j < group->generators(); ++j) {
         const auto it = count.find(group->image[idx(j)][idx(l)]);
-        if ((it == count.end() || it->second != n) && network_.link_bound_shared(l)) {
+        if (it != count.end() && it->second == n) continue;
+        uneven.push_back(l);
+        if (network_.link_fixed_unmarked_beside_marked(l)) {
           broken(
-              "a shared link that a collective across replicas loads unevenly bound other "
-              "transfers (link " +
+              "a shared link that a collective across replicas loads unevenly limited a "
+              "replica's own transfer while the collective ran (link " +
               topology_.link(l).name + ")");
           return;
         }
       }
     }
   }
+  std::sort(uneven.begin(), uneven.end());
+  res_.uneven_links =
+      static_cast<std::int32_t>(std::unique(uneven.begin(), uneven.end()) - uneven.begin());
 }
 
 const std::vector<topo::LinkId>& Executor::cross_quotient(const ir::Op& op, const Instance& in,

@@ -172,7 +172,8 @@ void Executor::start_collective(std::uint32_t inst) {
     network_.start(
         sym_ ? std::span<const topo::LinkId>(cross_quotient(op, in, scratch_links_, bytes))
              : std::span<const topo::LinkId>(scratch_links_),
-        bytes, latency, kCollectiveToken | inst, choice.bound);
+        bytes, latency, kCollectiveToken | inst, choice.bound, NetworkModel::kNoShared,
+        sym_ != nullptr);
   }
   if (scratch_transfers_.empty())
     engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});

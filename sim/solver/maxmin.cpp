@@ -6,6 +6,10 @@
 
 namespace tawpipe::sim {
 
+namespace {
+constexpr std::uint32_t kNoMark = 0xffffffffu;  ///< fill(): no marked variable seen
+}  // namespace
+
 // --- Accessors ---------------------------------------------------------------------------------
 
 MaxMinSystem::Constraint& MaxMinSystem::cnst(ConstraintId c) {
@@ -69,7 +73,8 @@ ConstraintId MaxMinSystem::add_constraint(double capacity) {
   k.entries.clear();
   k.live = true;
   k.bottleneck = false;
-  k.bound_shared = false;
+  k.unmarked_beside_marked = false;
+  k.beside_marked_pair = false;
   // `dirty` is kept: a reused slot may still sit in dirty_constraints_, and the flag prevents
   // listing it twice. A constraint without variables needs no solving, so it is not marked.
   return ConstraintId{index};
@@ -79,8 +84,12 @@ bool MaxMinSystem::was_bottleneck(ConstraintId c) const {
   return constraints_[c.index].bottleneck;
 }
 
-bool MaxMinSystem::bound_shared(ConstraintId c) const {
-  return constraints_[c.index].bound_shared;
+bool MaxMinSystem::fixed_unmarked_beside_marked(ConstraintId c) const {
+  return constraints_[c.index].unmarked_beside_marked;
+}
+
+bool MaxMinSystem::fixed_beside_marked_pair(ConstraintId c) const {
+  return constraints_[c.index].beside_marked_pair;
 }
 
 void MaxMinSystem::set_capacity(ConstraintId c, double capacity) {
@@ -115,6 +124,7 @@ VariableId MaxMinSystem::add_variable(double weight, double bound) {
   x.elements.clear();
   x.live = true;
   x.fresh = true;
+  x.marked = false;
   mark_dirty_variable(index);
   return VariableId{index};
 }
@@ -140,6 +150,10 @@ void MaxMinSystem::set_weight(VariableId v, double weight) {
   assert(std::isfinite(weight) && weight > 0.0);
   var(v).weight = weight;
   mark_dirty_variable(v.index);
+}
+
+void MaxMinSystem::set_marked(VariableId v, bool marked) {
+  var(v).marked = marked;
 }
 
 void MaxMinSystem::remove_variable(VariableId v) {
@@ -392,11 +406,24 @@ void MaxMinSystem::fill() {
     }
     if (key.level > level * (1.0 + kRelativeEpsilon)) level = key.level;
     k.bottleneck = true;
-    k.bound_shared = k.bound_shared || k.entries.size() > 1;
+    // Marks: the first marked variable seen, and whether another one (a pair) uses it too
+    // (a variable may have several entries on one constraint).
+    std::uint32_t marked = kNoMark;
+    bool pair = false;
+    bool fixed_unmarked = false;
     for (const CnstEntry& e : k.entries) {
       Variable& x = variables_[e.variable];
-      if (!x.fixed) fix_variable(e.variable, x.weight * level);
+      if (x.marked) {
+        pair = pair || (marked != kNoMark && marked != e.variable);
+        marked = e.variable;
+      }
+      if (!x.fixed) {
+        fixed_unmarked = fixed_unmarked || !x.marked;
+        fix_variable(e.variable, x.weight * level);
+      }
     }
+    k.unmarked_beside_marked = k.unmarked_beside_marked || (marked != kNoMark && fixed_unmarked);
+    k.beside_marked_pair = k.beside_marked_pair || pair;
   }
 }
 

@@ -161,8 +161,12 @@ class MaxMinSystem {
   /// (sim/symmetry/symmetry.h relies on this).
   bool was_bottleneck(ConstraintId c) const;
 
-  /// True if some solve fixed rates at the constraint while two or more variables used it.
-  bool bound_shared(ConstraintId c) const;
+  /// True if some solve fixed an unmarked variable's rate at the constraint while a marked
+  /// variable (`set_marked`) used it.
+  bool fixed_unmarked_beside_marked(ConstraintId c) const;
+
+  /// True if some solve fixed rates at the constraint while two or more marked variables used it.
+  bool fixed_beside_marked_pair(ConstraintId c) const;
 
   // --- Variables -----------------------------------------------------------------------------
 
@@ -179,6 +183,11 @@ class MaxMinSystem {
 
   /// Changes a variable's weight (finite, > 0).
   void set_weight(VariableId v, double weight);
+
+  /// Marks a variable (a new one is unmarked). A mark changes no rate; it only feeds the
+  /// constraints' records `fixed_unmarked_beside_marked` and `fixed_beside_marked_pair` (replica
+  /// symmetry marks the cross-replica collectives, sim/symmetry/symmetry.h).
+  void set_marked(VariableId v, bool marked);
 
   /// Removes a variable and its elements; the constraints it used are re-solved next time.
   /// O(its degree). Its id may be reused.
@@ -239,8 +248,9 @@ class MaxMinSystem {
     std::uint32_t visit = 0;     ///< BFS epoch stamp
     bool live = false;
     bool dirty = false;
-    bool bottleneck = false;    ///< fixed a variable's rate in some solve (see was_bottleneck)
-    bool bound_shared = false;  ///< ... while two or more variables used it (bound_shared)
+    bool bottleneck = false;  ///< fixed a variable's rate in some solve (see was_bottleneck)
+    bool unmarked_beside_marked = false;  ///< see fixed_unmarked_beside_marked
+    bool beside_marked_pair = false;      ///< see fixed_beside_marked_pair
   };
   struct Variable {
     double weight = 1.0;
@@ -250,8 +260,9 @@ class MaxMinSystem {
     std::uint32_t visit = 0;
     bool live = false;
     bool dirty = false;
-    bool fresh = false;  ///< added since the last solve
-    bool fixed = false;  ///< solver scratch
+    bool fresh = false;   ///< added since the last solve
+    bool fixed = false;   ///< solver scratch
+    bool marked = false;  ///< set_marked
   };
   /// A heap key: the level at which a constraint saturates or a variable reaches its bound.
   struct HeapKey {

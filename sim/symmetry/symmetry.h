@@ -36,21 +36,40 @@
 /// and latency-preserving injection (on shared links too); the images' NCCL choices (channels,
 /// protocol, bound, latency) must be equal. A rail-optimised fat tree with D-mod-k routing,
 /// replicas of whole nodes and leaves of whole replicas passes with B = the replicas per leaf:
-/// replicas under one leaf share its uplinks evenly, and leaves map onto leaves. A cross-replica
-/// collective must load shared links as the group maps them, and each set of counterparts
-/// either evenly, or, where it does not (a tree all-reduce's root), the set's constraint (which
-/// carries the set's largest load) may bind only the collective alone
-/// (MaxMinSystem::bound_shared): then no replica-local transfer is on any copy, and the
-/// collective gets what the most loaded copy leaves it, as in the full simulation; a constraint
-/// that never bound can be dropped without changing any rate. Any violation marks the run as not
-/// symmetric
-/// (`ExecutionResult::symmetry_broken`); the executor stops at once where it can, and the
-/// caller simulates the full program instead.
+/// replicas under one leaf share its uplinks evenly, and leaves map onto leaves. Any violation
+/// marks the run as not symmetric (`ExecutionResult::symmetry_broken`); the executor stops at
+/// once where it can, and the caller simulates the full program instead.
+///
+/// Uneven loads (sim/run/symmetry.cpp). A cross-replica collective need not load its links as
+/// the group maps them: NCCL's double binary tree over the replicas (sim/network/collectives.h)
+/// gives the NIC of an interior node 4 D per direction and (k a power of two) the NICs of the
+/// trees' roots, replicas 0 and k-1, 2 D. This is real, not an artefact of numbering: in the full
+/// simulation a replica's own transfer on the NIC of a root node can get more bandwidth than its
+/// image on an interior node. Its effect on the rates is what is checked, exactly. In the quotient
+/// each set of counterparts carries the LARGEST load of the set (replica 0's link stands for it),
+/// and shared links carry the collective's true counts. Take the quotient's rates for every image
+/// in the full system: every link carries at most what its quotient constraint carries (feasible),
+/// and max-min fairness holds there iff every transfer keeps a bottleneck (a saturated link on
+/// which its rate is the largest) or sits at its bound. A replica's own transfer keeps it where
+/// its bottleneck was a link loaded evenly (all copies saturate alike). The collective keeps it
+/// at a most-loaded copy, which carries exactly what the quotient's constraint carries -- unless
+/// two collectives across replicas use the set at once (their largest loads may sit on different
+/// copies). So the quotient is exact iff no unevenly loaded link ever fixed (MaxMinSystem fill)
+/// the rate of a replica's own transfer while a collective across replicas used it, and none
+/// fixed rates while two such collectives used it: the solver records both per constraint
+/// (MaxMinSystem::set_marked, the cross-replica collectives are marked). Where it held, the
+/// quotient's rates are the full simulation's, bit for bit (the constraints that fix them are
+/// the same sums). TawPipe and WeiPipe at 1024 and 16,384 GPUs (128x8-h100-ndr dp 64,
+/// 2048x8-h100-ndr dp 1024): the gradient all-reduce's tree loads the NICs unevenly, but the
+/// pipeline's own transfers are limited by their NCCL bound or by evenly loaded links while it
+/// runs, so one replica is simulated for all.
 ///
 /// Where it does not hold: replicas whose flows meet on links in a way no such group maps onto
 /// itself -- a switch that some replicas cross and others do not (an oversubscribed spine
 /// reached by part of the replicas, a leaf holding parts of two blocks), a node holding parts
-/// of two replicas, a collective across replicas that loads a bottleneck unevenly. Rooted
+/// of two replicas, a collective across replicas whose uneven load on a NIC or a shared switch
+/// link limits a replica's own transfer while both run (contention there differs between
+/// replicas: the root nodes' transfers really are faster). Rooted
 /// collectives over replicas, point-to-point transfers between replicas, or replicas that
 /// differ in any op are found by `find_replica_symmetry` and also run in full.
 #pragma once

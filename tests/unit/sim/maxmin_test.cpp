@@ -288,6 +288,51 @@ TEST(MaxMin, ConstraintAboveItsVariablesBoundsNeverBinds) {
   EXPECT_TRUE(s.was_bottleneck(a));
 }
 
+// Marks (replica symmetry's record of whom a constraint fixed; sim/symmetry/symmetry.h).
+// Link A(10) carries a marked collective c with coefficient 4 (a repeated pair: four entries)
+// and an unmarked transfer p with bound 1: p stops at its bound (level 1 < A's 10 / 5), then A
+// fixes c alone at (10 - 1) / 4 = 9/4. A fixed only the marked variable: no record, although two
+// variables used it. With p unbounded, A fixes both at 10 / 5 = 2: the unmarked p beside the
+// marked c. A second marked variable d then shares A at 10 / 6 and sets the pair record.
+TEST(MaxMin, MarksRecordWhatAConstraintFixedBesideAMarkedVariable) {
+  MaxMinSystem s;
+  const ConstraintId a = s.add_constraint(10.0);
+  const VariableId c = s.add_variable();
+  const VariableId p = s.add_variable(1.0, 1.0);
+  s.set_marked(c, true);
+  for (int i = 0; i < 4; ++i)
+    s.expand(c, a);
+  s.expand(p, a);
+  s.solve();
+  EXPECT_EQ(s.rate(p), 1.0);
+  EXPECT_NEAR(s.rate(c), 9.0 / 4.0, kTol);
+  EXPECT_TRUE(s.was_bottleneck(a));
+  EXPECT_FALSE(s.fixed_unmarked_beside_marked(a));
+  EXPECT_FALSE(s.fixed_beside_marked_pair(a));
+  s.set_bound(p, kNoBound);
+  s.solve();
+  EXPECT_NEAR(s.rate(p), 2.0, kTol);
+  EXPECT_NEAR(s.rate(c), 2.0, kTol);
+  EXPECT_TRUE(s.fixed_unmarked_beside_marked(a));
+  EXPECT_FALSE(s.fixed_beside_marked_pair(a));
+  const VariableId d = s.add_variable();
+  s.set_marked(d, true);
+  s.expand(d, a);
+  s.solve();
+  EXPECT_NEAR(s.rate(d), 10.0 / 6.0, kTol);
+  EXPECT_TRUE(s.fixed_beside_marked_pair(a));
+  // An unmarked-only constraint records nothing, and a fresh constraint starts clean.
+  const ConstraintId b = s.add_constraint(1.0);
+  const VariableId q = s.add_variable();
+  const VariableId r = s.add_variable();
+  s.expand(q, b);
+  s.expand(r, b);
+  s.solve();
+  EXPECT_TRUE(s.was_bottleneck(b));
+  EXPECT_FALSE(s.fixed_unmarked_beside_marked(b));
+  EXPECT_FALSE(s.fixed_beside_marked_pair(b));
+}
+
 // --- Incremental solving -----------------------------------------------------------------------
 
 // Two independent components: A(10) with a1, a2 and B(6) with b1.

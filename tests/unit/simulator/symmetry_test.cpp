@@ -7,11 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/ir/builder.h"
+#include "common/report/report.h"
 #include "schedules/workload.h"
 #include "sim/fold/fold.h"
+#include "sim/simulator.h"
 #include "sim/symmetry/symmetry.h"
 #include "tests/unit/simulator/fixtures.h"
 
@@ -22,6 +26,7 @@ struct Case {
   std::string topology;
   std::string method;
   int dp;
+  std::vector<std::string> sets = {};  ///< topology overrides
 };
 
 std::string name(const Case& c) {
@@ -29,13 +34,15 @@ std::string name(const Case& c) {
 }
 
 schedules::Workload workload(const Case& c) {
-  return testing::workload_for(c.topology, "llama-h1024-l48",
-                               {"train.seq_len=2048", "train.micro_batches=4",
-                                "train.global_batch=0", "dp=" + std::to_string(c.dp)});
+  std::vector<std::string> sets = {"train.seq_len=2048", "train.micro_batches=4",
+                                   "train.global_batch=0", "dp=" + std::to_string(c.dp)};
+  sets.insert(sets.end(), c.sets.begin(), c.sets.end());
+  return testing::workload_for(c.topology, "llama-h1024-l48", sets);
 }
 
-// Returns the replicas collapsed (1: none).
-int check(const Case& c) {
+// Returns the replicas collapsed (1: none); `uneven` gets the links a cross-replica collective
+// loaded unevenly in the collapsed run.
+int check(const Case& c, int* uneven = nullptr) {
   const schedules::Workload w = workload(c);
   schedules::ScheduleVariant v{c.method, {}, c.method};
   SimOptions options;
@@ -93,6 +100,7 @@ int check(const Case& c) {
   } else {
     EXPECT_FALSE(sym->fold.symmetry_note.empty()) << name(c);
   }
+  if (uneven != nullptr) *uneven = sym->output.uneven_links;
   return sym->fold.replicas_collapsed;
 }
 
@@ -110,6 +118,88 @@ TEST(Symmetry, MatchesFullSimulationOnTheMatrix) {
   }
   std::printf("collapsed %d of %d configurations\n", collapsed, cases);
   EXPECT_GE(collapsed, cases / 4);
+}
+
+// NCCL's double binary tree over 4 replicas of 2 nodes (8 nodes of 128x8-h100-ndr, 4 per leaf,
+// 2 spines) loads the NICs of replicas 0 and 3 (the trees' roots) with 2 D and the others with
+// 4 D (sim/symmetry/symmetry.h, "Uneven loads"). With fast (400 Gb/s) or slow (25 Gb/s) NICs,
+// the gradient all-reduce overlaps the pipelines' own inter-node transfers: symmetry must still
+// give the full simulation's figures, and collapse where no own transfer was limited on an
+// unevenly loaded link (here: all of them; the 1024-GPU CSVs are compared by the benchmark).
+TEST(Symmetry, UnevenTreeAllReduceMatchesFullSimulation) {
+  int collapsed = 0, uneven_seen = 0;
+  for (const char* method : {"tawpipe", "weipipe"}) {
+    for (const char* nic : {"400Gb/s", "200Gb/s"}) {
+      int uneven = 0;
+      const int k =
+          check({"128x8-h100-ndr",
+                 method,
+                 4,
+                 {"nodes=8", "inter_node.network.nodes_per_leaf=4", "inter_node.network.spines=2",
+                  std::string("inter_node.nic.bandwidth=") + nic}},
+                &uneven);
+      std::printf("%s, NIC %s: %d replicas collapsed, %d links loaded unevenly\n", method, nic, k,
+                  uneven);
+      collapsed += k > 1 ? 1 : 0;
+      uneven_seen += uneven > 0 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(collapsed, 4);
+  EXPECT_EQ(uneven_seen, 4);
+}
+
+// Where the uneven load does limit a replica's own transfer, symmetry must not be used. Four
+// replicas of two ranks on 4x8-h100-ndr: rank 2d on node d GPU 0, rank 2d + 1 on node d + 1
+// (mod 4) GPU 1; every rank 2d sends 1 GiB to rank 2d + 1 while ranks 1, 3, 5, 7 (GPU 1 of every
+// node) all-reduce 1 GiB by tree (forced), both at time 0. The send enters node d + 1 through
+// the NIC of GPU 1 (rail 1), which the tree loads with 4 D on the interior nodes 1 and 2 and
+// 2 D on the trees' roots 0 and 3: there the send and the tree share the NIC and both stop at
+// the same level (each below its NCCL bound), so on the roots' NICs the send would be faster.
+// The collapsed run must find this, fall back, and report exactly what the full run does.
+TEST(Symmetry, UnevenLoadLimitingOwnTransferFallsBack) {
+  const topo::Topology t = testing::shipped("4x8-h100-ndr");
+  ir::Header h = testing::header_for(t, 8);
+  for (std::int32_t d = 0; d < 4; ++d) {
+    h.placement[static_cast<std::size_t>(2 * d)] = 8 * d;
+    h.placement[static_cast<std::size_t>(2 * d + 1)] = 8 * ((d + 1) % 4) + 1;
+  }
+  ir::ProgramBuilder b(h, 8);
+  const ir::StreamId p2p = b.stream("p2p");
+  const ir::StreamId dp = b.stream("dp");
+  const ir::CommId grad = b.communicator("grad", {1, 3, 5, 7});
+  const Bytes n = Bytes::gib(1);
+  for (std::int32_t d = 0; d < 4; ++d) {
+    const ir::CommId pair = b.communicator("pair" + std::to_string(d), {2 * d, 2 * d + 1});
+    const ir::BufferId x = b.buffer(2 * d, "x", n, ir::BufferRole::workspace, true);
+    const ir::BufferId y = b.buffer(2 * d + 1, "y", n, ir::BufferRole::workspace, true);
+    const ir::BufferId g = b.buffer(2 * d + 1, "g", n, ir::BufferRole::workspace, true);
+    b.send(2 * d, p2p, 2 * d + 1, pair, n, x);
+    b.recv(2 * d + 1, p2p, 2 * d, pair, n, y);
+    b.collective(2 * d + 1, dp, ir::CollectiveKind::all_reduce, grad, ir::kNone, n, g, g);
+  }
+  const ir::Program program = std::move(b).finish();
+  SimOptions options;
+  options.nccl_algo = AllReduceAlgo::tree;
+  std::string why;
+  ASSERT_TRUE(find_replica_symmetry(program, t, why).has_value()) << why;
+  auto sym = run_simulation(program, t, options);
+  ASSERT_TRUE(sym.ok()) << sym.error().to_string();
+  EXPECT_EQ(sym->replicas_collapsed, 1);
+  EXPECT_NE(sym->symmetry_note.find("limited a replica's own transfer"), std::string::npos)
+      << sym->symmetry_note;
+  options.symmetry = false;
+  auto full = run_simulation(program, t, options);
+  ASSERT_TRUE(full.ok()) << full.error().to_string();
+  const auto json = [](const report::Report& r) {
+    std::ostringstream os;
+    report::write_report_json(r, os);
+    return os.str();
+  };
+  EXPECT_EQ(json(sym->report), json(full->report));
+  // The asymmetry is real: rank 1 (node 1, the tree's interior) receives later than rank 7
+  // (node 0, a root), whose NIC the tree loads half as much.
+  ASSERT_EQ(full->report.rank_stats.size(), 8u);
+  EXPECT_GT(full->report.rank_stats[1].exposed_comm, full->report.rank_stats[7].exposed_comm);
 }
 
 // One replica: nothing to collapse, and the note says why.
