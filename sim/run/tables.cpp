@@ -331,6 +331,7 @@ Status Executor::prepare() {
   res_.memory_capacity_bytes.assign(ranks, 0);
   std::vector<std::uint8_t> uses_comm(program_.communicators.size());
   std::vector<std::uint64_t> p2p_links;  // (communicator, peer) of a rank's sends and receives
+  constexpr std::size_t kFewLinks = 32;  // searched linearly up to this many distinct links
   for (std::size_t r = 0; r < active; ++r) {
     const ir::RankProgram& rp = program_.ranks[r];
     for (const ir::Buffer& b : rp.buffers) {
@@ -358,11 +359,17 @@ Status Executor::prepare() {
                  op.peer != ir::kNone && idx(op.peer) < ranks) {
         const std::uint64_t comm = op.comm == ir::kNone ? 0 : idx(op.comm) + 1;
         const std::uint64_t link = comm * ranks + idx(op.peer);
-        // a rank's transfers come in runs with one peer: skip the repeats before sorting
-        if (p2p_links.empty() || p2p_links.back() != link) p2p_links.push_back(link);
+        // A rank talks to a few peers (1F1B: two, in turn): the distinct links so far are
+        // searched while they are few, and sorted once past that (TawPipe's pair
+        // communicators at scale).
+        if (p2p_links.size() > kFewLinks) {
+          if (p2p_links.back() != link) p2p_links.push_back(link);
+        } else if (std::find(p2p_links.begin(), p2p_links.end(), link) == p2p_links.end()) {
+          p2p_links.push_back(link);
+        }
       }
     }
-    std::sort(p2p_links.begin(), p2p_links.end());
+    if (p2p_links.size() > kFewLinks) std::sort(p2p_links.begin(), p2p_links.end());
     const auto peers = static_cast<std::int64_t>(std::unique(p2p_links.begin(), p2p_links.end()) -
                                                  p2p_links.begin());
     nccl[r] = nccl_buffer_bytes(comms, peers, options_.memory);
