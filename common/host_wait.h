@@ -15,6 +15,16 @@
 
 namespace tawpipe::host_wait {
 
+/// The slice a host-backend compute thread asks of the scheduler (exec/host/mpi_ops.h
+/// request_compute_slice); the simulator time-slices a core by it (sim/run/core_sharing.h). Two
+/// ranks' compute threads time-sharing a core under the default slice (EEVDF, ~1-3 ms) each refill
+/// the caches after every switch: a 4-layer forward (cpu-h256, seq 256) took 59-62 ms beside
+/// another rank's on one core instead of 2 x 26.4 ms (+14 %); with 20 ms slices 50.6-51 ms, the
+/// processor-sharing figure the simulator assumes (sim/run/core_sharing.h). 100 ms slices made the
+/// sharing too coarse (one rank's forward ran alone, its peer's backward waited). Quiet machine,
+/// two processes pinned to one core.
+inline constexpr std::uint64_t kComputeSliceNs = 20'000'000;
+
 /// First sleep between tests once the immediate re-tests are spent (nanoseconds).
 inline constexpr std::int64_t kFirstSleepNs = 4'000;
 /// Longest sleep between tests of a short wait: bounds the latency a waiting thread adds to

@@ -60,14 +60,9 @@ using host_wait::kSpinPolls;
 /// The slice a communication thread asks of the scheduler: the smallest Linux accepts (100 us).
 inline constexpr std::uint64_t kCommSliceNs = 100'000;
 
-/// The slice a compute thread asks of the scheduler. Two ranks' compute threads time-sharing a
-/// core under the default slice (EEVDF, ~1-3 ms) each refill the caches after every switch: a
-/// 4-layer forward (cpu-h256, seq 256) took 59-62 ms beside another rank's on one core instead
-/// of 2 x 26.4 ms (+14 %); with 20 ms slices 50.6-51 ms, the processor-sharing figure the
-/// simulator assumes (sim/run/core_sharing.h). 100 ms slices made the sharing too coarse
-/// (one rank's forward ran alone, its peer's backward waited). Quiet machine, two processes
-/// pinned to one core.
-inline constexpr std::uint64_t kComputeSliceNs = 20'000'000;
+/// The slice a compute thread asks of the scheduler (common/host_wait.h, where the simulator
+/// reads it too).
+using host_wait::kComputeSliceNs;
 
 /// Marks the calling thread as latency-sensitive for the scheduler (`on`) or restores the
 /// default (`!on`): sched_setattr's sched_runtime for SCHED_OTHER threads, a custom EEVDF slice

@@ -6,18 +6,63 @@
 
 namespace tawpipe::sim {
 
-CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done)
+CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done, SimTime slice)
     : engine_(engine),
       on_done_(std::move(on_done)),
       on_core_(static_cast<std::size_t>(std::max(cores, 1))),
       background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob),
-      busy_log_(static_cast<std::size_t>(std::max(cores, 1))) {
+      busy_log_(static_cast<std::size_t>(std::max(cores, 1))),
+      slice_(slice),
+      slices_(static_cast<std::size_t>(std::max(cores, 1))) {
   handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
 }
 
 void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
                         std::uint64_t token) {
   start_job(cores, delay, work, token);
+}
+
+void CoreSharing::start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token) {
+  start_job(std::span<const int>(&core, 1), SimTime(), work, token, false,
+            slice_ > SimTime() ? owner : 0);
+}
+
+bool CoreSharing::has_op(int core, std::uint64_t owner) const {
+  const auto& on = on_core_[static_cast<std::size_t>(core)];
+  return std::any_of(on.begin(), on.end(),
+                     [&](std::uint32_t id) { return jobs_[id].owner == owner; });
+}
+
+void CoreSharing::pass_on(int core) {
+  Slices& s = slices_[static_cast<std::size_t>(core)];
+  if (engine_.is_pending(s.slice_end)) engine_.cancel(s.slice_end);
+  s.holder = 0;
+  if (!s.waiting.empty()) {
+    s.holder = s.waiting.front();
+    s.waiting.erase(s.waiting.begin());
+    s.slice_end = engine_.schedule_after(
+        slice_, Event{handler_, kSliceEnd, static_cast<std::uint64_t>(core)});
+  }
+}
+
+void CoreSharing::on_slice_end(int core) {
+  Slices& s = slices_[static_cast<std::size_t>(core)];
+  if (s.waiting.empty()) {  // nobody else wants the core: a new slice for the holder
+    s.slice_end = engine_.schedule_after(
+        slice_, Event{handler_, kSliceEnd, static_cast<std::uint64_t>(core)});
+    return;
+  }
+  s.waiting.push_back(s.holder);
+  pass_on(core);
+  rerate(core);
+}
+
+void CoreSharing::on_handover(int core) {
+  Slices& s = slices_[static_cast<std::size_t>(core)];
+  s.handover_pending = false;
+  if (s.holder != 0 && has_op(core, s.holder)) return;  // its next op came at once
+  pass_on(core);
+  rerate(core);
 }
 
 void CoreSharing::add_background(int core, SimTime work, std::uint64_t token) {
@@ -54,7 +99,7 @@ SimTime CoreSharing::busy_between(int core, SimTime from) const {
 }
 
 std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                                     std::uint64_t token, bool background) {
+                                     std::uint64_t token, bool background, std::uint64_t owner) {
   assert(!cores.empty());
   std::uint32_t id = 0;
   if (!free_.empty()) {
@@ -75,6 +120,7 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
   j.token = token;
   j.live = true;
   j.background = background;
+  j.owner = owner;
   if (delay > SimTime()) {
     engine_.schedule_after(delay, Event{handler_, kDelayDone, id});
   } else {
@@ -84,9 +130,20 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
 }
 
 double CoreSharing::share(const Job& j) const {
+  // Per core: the shared jobs, plus one for the holder's compute ops (which split its part).
   std::size_t most = 1;
-  for (int c : j.cores)
-    most = std::max(most, on_core_[static_cast<std::size_t>(c)].size());
+  for (int c : j.cores) {
+    const auto u = static_cast<std::size_t>(c);
+    const std::uint64_t holder = slices_[u].holder;
+    std::size_t shared = 0, held = 0;
+    for (std::uint32_t id : on_core_[u]) {
+      const std::uint64_t o = jobs_[id].owner;
+      shared += o == 0;
+      held += o != 0 && o == holder;
+    }
+    if (j.owner != 0 && j.owner != holder) return 0.0;  // waits for its turn
+    most = std::max(most, (shared + (held > 0 ? 1 : 0)) * (j.owner != 0 ? held : 1));
+  }
   return 1.0 / static_cast<double>(most);
 }
 
@@ -101,6 +158,16 @@ void CoreSharing::join(std::uint32_t id) {
   j.on_cores = true;
   for (int c : j.cores)
     on_core_[static_cast<std::size_t>(c)].push_back(id);
+  if (j.owner != 0) {
+    Slices& s = slices_[static_cast<std::size_t>(j.cores[0])];
+    if (s.holder == 0) {
+      s.waiting.push_back(j.owner);
+      pass_on(j.cores[0]);
+    } else if (s.holder != j.owner &&
+               std::find(s.waiting.begin(), s.waiting.end(), j.owner) == s.waiting.end()) {
+      s.waiting.push_back(j.owner);
+    }
+  }
   for (int c : j.cores)
     rerate(c);
 }
@@ -113,6 +180,20 @@ void CoreSharing::leave(std::uint32_t id) {
   }
   j.live = false;
   j.on_cores = false;
+  if (j.owner != 0 && !has_op(j.cores[0], j.owner)) {
+    Slices& s = slices_[static_cast<std::size_t>(j.cores[0])];
+    if (s.holder == j.owner) {
+      // The thread may start its next op at this instant (same slice): decide after the
+      // completion's callbacks have run.
+      if (!s.handover_pending) {
+        s.handover_pending = true;
+        engine_.schedule_after(SimTime(),
+                               Event{handler_, kHandover, static_cast<std::uint64_t>(j.cores[0])});
+      }
+    } else {
+      s.waiting.erase(std::remove(s.waiting.begin(), s.waiting.end(), j.owner), s.waiting.end());
+    }
+  }
   for (int c : j.cores)
     rerate(c);
 }
@@ -130,9 +211,12 @@ void CoreSharing::rerate(int core) {
     const double rate = share(j);
     if (j.rate > 0.0) j.remaining_ps -= static_cast<double>((now - j.last).picoseconds()) * j.rate;
     j.last = now;
-    if (rate == j.rate && engine_.is_pending(j.done)) continue;
+    if (rate == j.rate && (rate == 0.0 || engine_.is_pending(j.done))) continue;
     j.rate = rate;
     if (engine_.is_pending(j.done)) engine_.cancel(j.done);
+    if (rate == 0.0) continue;  // waits for its slice
+    if (!j.ran && j.owner != 0 && on_first_run_) on_first_run_(j.token);
+    j.ran = true;
     const double left = std::max(j.remaining_ps, 0.0) / rate;
     j.done = engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
                                     Event{handler_, kWorkDone, id});
@@ -140,6 +224,15 @@ void CoreSharing::rerate(int core) {
 }
 
 void CoreSharing::handle(const Event& e) {
+  if (e.kind == kSliceEnd || e.kind == kHandover) {
+    const auto core = static_cast<int>(e.data);
+    if (e.kind == kSliceEnd) {
+      on_slice_end(core);
+    } else {
+      on_handover(core);
+    }
+    return;
+  }
   const auto id = static_cast<std::uint32_t>(e.data);
   if (e.kind == kDelayDone) {
     join(id);

@@ -15,6 +15,16 @@
 /// count changes, the jobs on that core are advanced at their old rate and their completion is
 /// rescheduled at the new one (O(jobs on the touched cores) per change).
 ///
+/// Time slices (start_sliced): a compute thread is not a fluid. The host backend's compute
+/// threads ask the scheduler for a slice of host_wait::kComputeSliceNs (20 ms, exec/host
+/// mpi_ops.h), so two ranks' compute threads on one core take turns: the thread holding the core
+/// keeps it for its slice (through consecutive ops of its thread: an op boundary is not a
+/// switch), the others wait at rate 0, and the core passes on at the slice's end (round robin) or
+/// when the holder has no compute op left (it waits for a transfer). Copies and wake-ups (start,
+/// add_background; short-slice threads that preempt) share the core with the holder by
+/// processor sharing: while n_c of them run, the holder and each of them progress at
+/// 1 / (n_c + 1). With a zero slice every job is shared as above (pure processor sharing).
+///
 /// The shares ignore what a core's other threads do while they sleep (MPI waits yield the core,
 /// exec/host/mpi_ops.h) and the memory bandwidth two cores share; calibration on the same layout
 /// (`tawexec calibrate` under the run's mpirun) folds the latter into the measured rates.
@@ -35,8 +45,9 @@ class CoreSharing {
  public:
   using DoneFn = std::function<void(std::uint64_t token)>;
 
-  /// Registers a handler with `engine` (must not be called from inside a handler).
-  CoreSharing(Engine& engine, int cores, DoneFn on_done);
+  /// Registers a handler with `engine` (must not be called from inside a handler). `slice`: the
+  /// compute threads' time slice (zero: start_sliced shares like start).
+  CoreSharing(Engine& engine, int cores, DoneFn on_done, SimTime slice = SimTime());
   CoreSharing(const CoreSharing&) = delete;
   CoreSharing& operator=(const CoreSharing&) = delete;
 
@@ -44,6 +55,14 @@ class CoreSharing {
   /// `cores` (ids in [0, cores); at least one; a repeated id counts once). Zero work completes
   /// right after the delay.
   void start(std::span<const int> cores, SimTime delay, SimTime work, std::uint64_t token);
+
+  /// Called with a start_sliced job's token when it first runs (gets a share of its core): the
+  /// moment its thread starts the op, which is when the host backend stamps an op's start.
+  void set_on_first_run(DoneFn on_first_run) { on_first_run_ = std::move(on_first_run); }
+
+  /// Starts a compute op of thread `owner` (any id but 0, unique per thread) on core `core`: it
+  /// holds the core in time slices with the other threads' compute ops there (see above).
+  void start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token);
 
   /// Adds `work` to core `core`'s one background job (token `token`), started when there is
   /// none: work that completes nothing and is charged to the core as one job however often it
@@ -62,7 +81,7 @@ class CoreSharing {
   SimTime busy_between(int core, SimTime from) const;
 
  private:
-  enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1 };
+  enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1, kSliceEnd = 2, kHandover = 3 };
   struct Job {
     std::vector<int> cores;     ///< distinct core ids
     double remaining_ps = 0.0;  ///< work left, in picoseconds of a whole core
@@ -73,6 +92,16 @@ class CoreSharing {
     bool live = false;
     bool on_cores = false;    ///< past its delay, with work: counted in on_core_
     bool background = false;  ///< a core's background job (add_background)
+    std::uint64_t owner = 0;  ///< start_sliced: the thread; 0 for shared jobs
+    bool ran = false;         ///< has had a share of its core
+  };
+  /// A core's time slices: the thread holding it, when its slice ends, and the threads with a
+  /// compute op waiting for it, in turn order.
+  struct Slices {
+    std::uint64_t holder = 0;
+    std::vector<std::uint64_t> waiting;
+    EventHandle slice_end;
+    bool handover_pending = false;
   };
   /// A change of a core between busy and idle: when, the busy time before it, the new state.
   struct BusyMark {
@@ -82,7 +111,13 @@ class CoreSharing {
   };
 
   std::uint32_t start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                          std::uint64_t token, bool background = false);
+                          std::uint64_t token, bool background = false, std::uint64_t owner = 0);
+  /// Whether `owner` has a compute op on `core`.
+  bool has_op(int core, std::uint64_t owner) const;
+  /// Gives `core` to its next waiting thread (or none) for a new slice.
+  void pass_on(int core);
+  void on_slice_end(int core);
+  void on_handover(int core);
   /// Busy time of `core` from the start up to `t` (t <= now).
   SimTime busy_until(int core, SimTime t) const;
   void handle(const Event& event);
@@ -94,6 +129,7 @@ class CoreSharing {
 
   Engine& engine_;
   DoneFn on_done_;
+  DoneFn on_first_run_;
   HandlerId handler_ = 0;
   std::vector<Job> jobs_;
   std::vector<std::uint32_t> free_;
@@ -101,6 +137,8 @@ class CoreSharing {
   static constexpr std::uint32_t kNoJob = ~std::uint32_t{0};
   std::vector<std::uint32_t> background_;        ///< per core: its background job, or kNoJob
   std::vector<std::vector<BusyMark>> busy_log_;  ///< per core, in time order
+  SimTime slice_;
+  std::vector<Slices> slices_;  ///< per core
 };
 
 }  // namespace tawpipe::sim

@@ -1,10 +1,10 @@
 // The executor on CPU topologies (executor_impl.h, topo::HostCpu): compute and copy ops share
-// their rank's core (sim/run/core_sharing.h); sends, receives and collectives take MPI's
-// shared-memory transport time (sim/network/mpi_shm.h), whose copy work shares the cores of the
-// ranks that copy the bytes (the receiver's for a message; for a collective the members that
-// receive: a reduce's root, a broadcast's non-roots, every member of the others). Only the
-// measured CPU time of a transfer is core work; the rest of its time is core-free latency. A
-// waiting communication thread wakes up to test MPI (common/host_wait.h: on timers, or once when
+// their rank's core in the compute threads' time slices (sim/run/core_sharing.h); sends, receives
+// and collectives take MPI's shared-memory transport time (sim/network/mpi_shm.h), whose copy work
+// shares the cores of the ranks that copy the bytes (the receiver's for a message; for a collective
+// the members that receive: a reduce's root, a broadcast's non-roots, every member of the others).
+// Only the measured CPU time of a transfer is core work; the rest of its time is core-free latency.
+// A waiting communication thread wakes up to test MPI (common/host_wait.h: on timers, or once when
 // its peer rings its doorbell for point-to-point waits, exec/host/doorbell.h) and every wake-up
 // costs its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait
 // are charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
@@ -25,8 +25,13 @@ constexpr std::uint64_t kBackgroundToken = 3ull << 62;
 
 void Executor::init_host_cpu() {
   const topo::HostCpu& host = *topology_.host_cpu();
-  cores_ = std::make_unique<CoreSharing>(engine_, host.cores_per_host,
-                                         [this](std::uint64_t token) { on_core_done(token); });
+  // Compute threads take turns on a core in the slices the backend asks for (common/host_wait.h).
+  cores_ = std::make_unique<CoreSharing>(
+      engine_, host.cores_per_host, [this](std::uint64_t token) { on_core_done(token); },
+      SimTime::ns(static_cast<std::int64_t>(host_wait::kComputeSliceNs)));
+  // A compute op starts when its thread runs it (the backend stamps it then), not when it
+  // waited for its turn on the core.
+  cores_->set_on_first_run([this](std::uint64_t g) { res_.op_start[g] = engine_.now(); });
   // Fallback figures: the shared-memory link class (profile figures replace the topology's in
   // the network model already).
   SimTime alpha;
@@ -132,7 +137,11 @@ int Executor::core_of_rank(ir::Rank r) const {
 
 void Executor::start_compute_on_core(std::size_t g, SimTime work) {
   const int core = core_of_rank(rt_[g].rank);
-  cores_->start(std::span<const int>(&core, 1), SimTime(), work + op_overhead_, g);
+  // One thread per (rank, stream) runs its compute ops and copies (exec/host/host_backend.h).
+  const std::uint64_t thread = (static_cast<std::uint64_t>(rt_[g].rank) << 20 |
+                                static_cast<std::uint64_t>(op_at(g).stream)) +
+                               1;
+  cores_->start_sliced(core, work + op_overhead_, thread, g);
 }
 
 void Executor::start_p2p_shm(std::size_t send_g) {

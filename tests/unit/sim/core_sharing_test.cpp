@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "sim/engine/engine.h"
@@ -160,6 +161,68 @@ TEST(MpiShm, CpuTimesAreTheWorkAndTheRestIsLatency) {
   odd.cpu = {{8.0, ms(0.02)}, {1048576.0, ms(0.6)}};
   EXPECT_EQ(curve_cpu(odd, 1048576.0), ms(0.5));
   EXPECT_EQ(MpiShmModel({odd}, SimTime(), 1e9, 2).p2p(1048576.0).latency, SimTime());
+}
+
+// Time slices (start_sliced, slice 20 ms): compute threads take turns on a core.
+struct SlicedHarness {
+  Engine engine;
+  std::map<std::uint64_t, SimTime> done, first_run;
+  /// Token -> the op its thread starts when it completes (token, work, owner).
+  std::map<std::uint64_t, std::tuple<std::uint64_t, SimTime, std::uint64_t>> then;
+  CoreSharing cores{engine, 1,
+                    [this](std::uint64_t t) {
+                      done[t] = engine.now();
+                      if (auto it = then.find(t); it != then.end()) {
+                        const auto [token, work, owner] = it->second;
+                        cores.start_sliced(0, work, owner, token);
+                      }
+                    },
+                    ms(20)};
+  SlicedHarness() {
+    cores.set_on_first_run([this](std::uint64_t t) { first_run[t] = engine.now(); });
+  }
+};
+
+TEST(CoreSharing, SlicedThreadsTakeTurns) {
+  // Thread 1's op (30 ms) holds the core for its 20 ms slice while thread 2's (10 ms) waits; the
+  // slice ends at 20 ms and thread 2 runs 20..30 (done 30), then thread 1 its last 10 ms: 40.
+  SlicedHarness h;
+  h.cores.start_sliced(0, ms(30), 1, 1);
+  h.cores.start_sliced(0, ms(10), 2, 2);
+  h.engine.run();
+  EXPECT_EQ(h.first_run[1], ms(0));
+  EXPECT_EQ(h.first_run[2], ms(20));  // starts when its thread runs it
+  EXPECT_EQ(h.done[2], ms(30));
+  EXPECT_EQ(h.done[1], ms(40));
+}
+
+TEST(CoreSharing, AnOpBoundaryIsNotASwitch) {
+  // Thread 1 runs op 1 (5 ms), then at once op 3 (5 ms): still its slice, so op 3 ends at 10;
+  // thread 2's op (5 ms) gets the core when thread 1 has none left: 10..15. Under processor
+  // sharing op 2 would have ended at 10.
+  SlicedHarness h;
+  h.then[1] = {3, ms(5), 1};
+  h.cores.start_sliced(0, ms(5), 1, 1);
+  h.cores.start_sliced(0, ms(5), 2, 2);
+  h.engine.run();
+  EXPECT_EQ(h.done[1], ms(5));
+  EXPECT_EQ(h.done[3], ms(10));
+  EXPECT_EQ(h.done[2], ms(15));
+}
+
+TEST(CoreSharing, CopiesShareWithTheHolderOnly) {
+  // A copy (2 ms, start) beside thread 1 holding the core (10 ms) and thread 2 waiting (10 ms):
+  // the copy and the holder progress at 1/2 each (thread 2 takes no share): copy done at 4,
+  // thread 1 has 8 ms left then, done at 12; thread 2 runs 12..22.
+  SlicedHarness h;
+  const int c0 = 0;
+  h.cores.start_sliced(0, ms(10), 1, 1);
+  h.cores.start_sliced(0, ms(10), 2, 2);
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(2), 3);
+  h.engine.run();
+  EXPECT_EQ(h.done[3], ms(4));
+  EXPECT_EQ(h.done[1], ms(12));
+  EXPECT_EQ(h.done[2], ms(22));
 }
 
 }  // namespace
