@@ -152,6 +152,8 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
 
 namespace {
 thread_local std::uint64_t t_wait_sleeps = 0;
+/// Threads of this process inside wait_all.
+std::atomic<int> g_waiters{0};
 }  // namespace
 
 std::uint64_t wait_sleeps_on_this_thread() {
@@ -167,6 +169,10 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     slot[i] = i;
   }
   std::vector<int> indices(ops.size());
+  g_waiters.fetch_add(1);
+  struct Leave {
+    ~Leave() { g_waiters.fetch_sub(1); }
+  } leave;
   // Pending ops without a doorbell (libnbc collectives, peers of other hosts): timer schedule.
   std::size_t unrung = 0;
   for (const PostedOp& op : ops)
@@ -209,7 +215,10 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
     if (polls < kSpinPolls) {
       ++polls;  // test again at once: a message about to land costs no sleep
-    } else if (unrung == 0) {
+    } else if (unrung == 0 && g_waiters.load() == 1) {
+      // The only waiting thread of the process: its ops complete in its own tests, after a
+      // peer rang. With another thread waiting, that thread's test may complete this one's
+      // receive (MPI progress is per process) and nobody rings: the timer schedule below.
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();
