@@ -138,7 +138,7 @@ void NetworkModel::finish(std::uint32_t index) {
 void NetworkModel::request_solve() {
   if (solve_pending_) return;
   solve_pending_ = true;
-  engine_.schedule_after(SimTime(), Event{handler_, kSolve, 0});
+  engine_.schedule_now(Event{handler_, kSolve, 0});
 }
 
 void NetworkModel::apply_solve() {

@@ -175,8 +175,7 @@ void Executor::start_collective(std::uint32_t inst) {
         bytes, latency, kCollectiveToken | inst, choice.bound, NetworkModel::kNoShared,
         sym_ != nullptr);
   }
-  if (scratch_transfers_.empty())
-    engine_.schedule_after(SimTime(), Event{handler_, kCollectiveDone, inst});
+  if (scratch_transfers_.empty()) engine_.schedule_now(Event{handler_, kCollectiveDone, inst});
 }
 
 void Executor::complete_collective(std::uint32_t inst) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace tawpipe::sim {
@@ -190,6 +192,61 @@ TEST(EventQueue, RescheduleEqualsCancelThenPush) {
   }
 }
 
+// A reference queue (std::map keyed by (time, sequence), sequence counted here as the contract
+// says: one per push, push_ordered and reschedule) against EventQueue under random pushes,
+// ordered pushes at the clock (the last popped time, as an engine passes it), moves, cancels and
+// pops (seeded; times from a small range for many ties, thousands pending at the peak): the
+// same (time, sequence, payload) at every pop and the same size after every step.
+TEST(EventQueue, MatchesAReferenceOrderWithOrderedPushes) {
+  EventQueue q;
+  std::map<std::pair<std::int64_t, std::uint64_t>, std::uint64_t> ref;
+  struct Pending {
+    EventHandle handle;
+    std::pair<std::int64_t, std::uint64_t> key;
+  };
+  std::vector<Pending> handles;
+  std::uint64_t sequence = 0;
+  std::int64_t clock = 0;
+  std::mt19937_64 rng(20261124);
+  for (int step = 0; step < 200000; ++step) {
+    const auto op = rng() % 16;
+    const std::int64_t t = clock + static_cast<std::int64_t>(rng() % 32);
+    const auto data = static_cast<std::uint64_t>(step);
+    // Grow for the first half (pops rarer than pushes), then drain.
+    const bool grow = step < 100000;
+    if (op < (grow ? 6u : 3u)) {
+      handles.push_back(Pending{q.push(SimTime::ps(t), ev(data)), {t, sequence}});
+      ref[{t, sequence++}] = data;
+    } else if (op < (grow ? 9u : 5u)) {
+      q.push_ordered(SimTime::ps(clock), ev(data));
+      ref[{clock, sequence++}] = data;
+    } else if (op < 11 && !handles.empty()) {
+      Pending& p = handles[rng() % handles.size()];
+      const bool pending = q.is_pending(p.handle);
+      ASSERT_EQ(pending, ref.count(p.key) == 1);
+      if (pending) ref.erase(p.key);
+      p.handle = q.reschedule(p.handle, SimTime::ps(t), ev(data));
+      p.key = {t, sequence};
+      ref[{t, sequence++}] = data;
+    } else if (op == 11 && !handles.empty()) {
+      Pending& p = handles[rng() % handles.size()];
+      ASSERT_EQ(q.cancel(p.handle), ref.erase(p.key) == 1);
+    } else if (!ref.empty()) {
+      ASSERT_FALSE(q.empty());
+      EXPECT_EQ(q.next_time(), SimTime::ps(ref.begin()->first.first));
+      const ScheduledEvent e = q.pop();
+      EXPECT_EQ(e.time.picoseconds(), ref.begin()->first.first);
+      EXPECT_EQ(e.sequence, ref.begin()->first.second);
+      EXPECT_EQ(e.event.data, ref.begin()->second);
+      clock = e.time.picoseconds();
+      ref.erase(ref.begin());
+    }
+    ASSERT_EQ(q.size(), ref.size());
+    if (handles.size() > 4096) handles.erase(handles.begin(), handles.begin() + 2048);
+  }
+  EXPECT_EQ(q.empty(), ref.empty());
+}
+
 TEST(EventQueue, ClearInvalidatesHandles) {
   EventQueue q;
   const EventHandle h = q.push(SimTime::ns(1), ev(0));
@@ -199,6 +256,10 @@ TEST(EventQueue, ClearInvalidatesHandles) {
   q.push(SimTime::ns(1), ev(1));
   q.push(SimTime::ns(1), ev(2));
   EXPECT_EQ(drain(q), (std::vector<std::uint64_t>{1, 2}));
+  q.push_ordered(SimTime::ns(2), ev(3));
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), 0u);
 }
 
 }  // namespace
