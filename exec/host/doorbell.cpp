@@ -17,8 +17,11 @@
 namespace tawpipe::exec::host {
 namespace {
 
-/// One rank's doorbell, a cache line of the shared window.
-struct alignas(64) Bell {
+/// One rank's doorbell, at the start of its segment of the shared window (kBellBytes, so two
+/// ranks' bells never share a cache line). MPI aligns a segment only to the futex word's
+/// 4 bytes, not to a cache line: no alignas.
+constexpr MPI_Aint kBellBytes = 64;
+struct Bell {
   std::atomic<std::uint32_t> count{0};
   std::atomic<std::uint32_t> sleepers{0};
 };
@@ -64,8 +67,9 @@ Status install_doorbells() {
   TAWPIPE_MPI(
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &bells->node));
   void* base = nullptr;
-  TAWPIPE_MPI(MPI_Win_allocate_shared(sizeof(Bell), sizeof(Bell), MPI_INFO_NULL, bells->node, &base,
-                                      &bells->win));
+  static_assert(sizeof(Bell) <= kBellBytes && alignof(Bell) <= 4);
+  TAWPIPE_MPI(
+      MPI_Win_allocate_shared(kBellBytes, 1, MPI_INFO_NULL, bells->node, &base, &bells->win));
   int world = 0, local = 0;
   TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   TAWPIPE_MPI(MPI_Comm_size(bells->node, &local));
