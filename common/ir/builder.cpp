@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <functional>
 #include <tuple>
 #include <utility>
 #include "common/memory.h"
@@ -48,10 +49,25 @@ void ProgramBuilder::check_members([[maybe_unused]] const std::vector<Rank>& mem
 #endif
 }
 
+namespace {
+
+/// Hash of a communicator's name and members (a lookup key only: matches are compared in full).
+std::uint64_t name_members_hash(std::string_view name, const std::vector<Rank>& members) {
+  constexpr std::uint64_t kMix = 0x9e3779b97f4a7c15u;  // boost::hash_combine's mixing
+  std::uint64_t h = std::hash<std::string_view>{}(name);
+  for (const Rank r : members)
+    h ^= static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)) + kMix + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
 CommId ProgramBuilder::add_communicator(std::string comm_name, std::vector<Rank> members) {
   assert(!frozen_ && "communicator created while the shared tables are frozen");
+  const auto id = static_cast<CommId>(program_.communicators.size());
+  named_comm_index_.emplace(name_members_hash(comm_name, members), id);
   program_.communicators.push_back(Communicator{std::move(comm_name), std::move(members)});
-  return static_cast<CommId>(program_.communicators.size() - 1);
+  return id;
 }
 
 CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> members) {
@@ -65,10 +81,15 @@ CommId ProgramBuilder::communicator(std::string comm_name, std::vector<Rank> mem
 
 CommId ProgramBuilder::distinct_communicator(std::string comm_name, std::vector<Rank> members) {
   check_members(members);
-  for (std::size_t i = 0; i < program_.communicators.size(); ++i) {
-    const Communicator& c = program_.communicators[i];
-    if (c.name == comm_name && c.members == members) return static_cast<CommId>(i);
+  // The first communicator of that name and members, if any.
+  CommId first = kNone;
+  const auto [begin, end] = named_comm_index_.equal_range(name_members_hash(comm_name, members));
+  for (auto it = begin; it != end; ++it) {
+    const Communicator& c = program_.communicators[static_cast<std::size_t>(it->second)];
+    if ((first == kNone || it->second < first) && c.name == comm_name && c.members == members)
+      first = it->second;
   }
+  if (first != kNone) return first;
   // Not entered in comm_index_: `communicator` never hands a distinct one out.
   return add_communicator(std::move(comm_name), std::move(members));
 }
