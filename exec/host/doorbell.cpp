@@ -9,6 +9,7 @@
 #include <climits>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -119,9 +120,13 @@ int world_rank_of(MPI_Comm comm, int rank) {
   void* value = nullptr;
   int found = 0;
   const int keyval = world_map_keyval();
+  // One lock for the lookup and the first build: without it, two stream threads building the
+  // map of one communicator at once would have the second MPI_Comm_set_attr free (delete_world_map)
+  // the map the first is about to read.
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
   MPI_Comm_get_attr(comm, keyval, &value, &found);
   if (!found) {
-    // Two threads may both build the map of one communicator; the second set frees the first.
     MPI_Group group, world_group;
     MPI_Comm_group(comm, &group);
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
