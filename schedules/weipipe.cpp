@@ -81,6 +81,16 @@ Expected<ir::Program> generate_weipipe(const ScheduleInput& input) {
                       std::to_string(P) + " equal shards (one per ring rank); use dp in {" +
                       detail::join_numbers(ok_dp) + "}");
   }
+  // One rank per ring (dp = every rank): the turn tables assume a neighbour, and the program
+  // they gave freed a gradient buffer it never allocated (the verifier rejects it).
+  if (P < 2) {
+    std::vector<std::int64_t> ok_dp;
+    for (std::int64_t d : detail::divisors(ctx.world)) {
+      if (ctx.world / d >= 2 && ctx.world / d <= L && L % (ctx.world / d) == 0) ok_dp.push_back(d);
+    }
+    return make_error("weipipe: a ring needs at least 2 ranks, dp " + std::to_string(ctx.dp) +
+                      " leaves 1; use dp in {" + detail::join_numbers(ok_dp) + "}");
+  }
   const std::int32_t N = static_cast<std::int32_t>(ctx.batch.micro_batches);
   const std::int32_t Ls = L / P;
   auto mod = [P](std::int32_t v) { return ((v % P) + P) % P; };

@@ -109,6 +109,8 @@ Expected<std::vector<CollectiveRow>> collectives_table(const topo::Topology& top
                       std::to_string(topology.num_gpus()) + "]");
   if (req.min_bytes == 0 || req.min_bytes > req.max_bytes) return make_error("bad size range");
   SimOptions options;
+  options.verify = true;            // tawsim collectives: verified before simulating
+  options.verify_dataflow = false;  // untyped benchmark buffers (SimOptions::verify_dataflow)
   if (profile != nullptr) options.profile = *profile;
   options.nccl_algo = req.all_reduce_algo;
   options.nccl = req.nccl;

@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/ir/verifier.h"
 #include "common/model/cost.h"
 #include "sim/compute/compute_model.h"
 #include "sim/run/executor.h"
@@ -128,10 +132,62 @@ void add_kernel_classes(const ir::Program& program, const topo::Topology& topolo
   }
 }
 
+constexpr std::string_view kInvalidPrefix = "program fails verification (";
+
+// SimOptions::test_fault: the sample of rank 0's first forward op moves to one no op embeds.
+void apply_fault(const std::string& fault, ir::Program& program) {
+  if (fault != "sample" || program.ranks.empty()) return;
+  for (ir::Op& op : program.ranks[0].ops) {
+    if (op.kind == ir::OpKind::compute && op.compute == ir::ComputeKind::forward) {
+      op.sample += 1 << 20;
+      return;
+    }
+  }
+}
+
+// Verifies `program` unless this shared object passed before (options.verified); `shared` is
+// null or holds `program`.
+Status verify_program(const ir::Program& program, const std::shared_ptr<const ir::Program>& shared,
+                      const SimOptions& options) {
+  const bool cached = shared && options.verified;
+  if (cached && options.verified->contains(shared)) return Status::success();
+  ir::VerifyOptions vo;
+  vo.threads = options.verify_threads;
+  vo.skip_dataflow = !options.verify_dataflow;
+  const ir::VerifyResult r = ir::verify(program, vo);
+  if (!r.ok) return make_error(std::string(kInvalidPrefix) + ir::name(r.stage) + "): " + r.message);
+  if (cached) options.verified->insert(shared);
+  return Status::success();
+}
+
+Expected<SimOutput> simulate_program(const ir::Program& given,
+                                     const std::shared_ptr<const ir::Program>& given_shared,
+                                     const topo::Topology& topology, const SimOptions& options,
+                                     const FullProgram& full);
+
 }  // namespace
 
-Expected<SimOutput> run_simulation(const ir::Program& given, const topo::Topology& topology,
+bool is_invalid_program(const Error& e) {
+  return e.message.compare(0, kInvalidPrefix.size(), kInvalidPrefix) == 0;
+}
+
+Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
                                    const SimOptions& options, const FullProgram& full) {
+  return simulate_program(program, nullptr, topology, options, full);
+}
+
+Expected<SimOutput> run_simulation(const std::shared_ptr<const ir::Program>& program,
+                                   const topo::Topology& topology, const SimOptions& options,
+                                   const FullProgram& full) {
+  return simulate_program(*program, program, topology, options, full);
+}
+
+namespace {
+
+Expected<SimOutput> simulate_program(const ir::Program& given,
+                                     const std::shared_ptr<const ir::Program>& given_shared,
+                                     const topo::Topology& topology, const SimOptions& options,
+                                     const FullProgram& full) {
   ExecOptions exec;
   exec.profile = options.profile ? &*options.profile : nullptr;
   exec.sm_contention = options.sm_contention;
@@ -152,15 +208,43 @@ Expected<SimOutput> run_simulation(const ir::Program& given, const topo::Topolog
   // the whole program (`full`) before anything reads the other ranks.
   const ir::Program* current = &given;
   std::shared_ptr<const ir::Program> whole;
-  const auto expand = [&]() -> Status {
-    if (!current->compact()) return Status::success();
+  const auto get_whole = [&]() -> Status {
+    if (whole) return Status::success();
     if (!full) return make_error("internal: a replica-compact program without its full form");
     auto p = full();
     if (!p.ok()) return p.error();
     whole = std::move(*p);
+    return Status::success();
+  };
+  const auto expand = [&]() -> Status {
+    if (!current->compact()) return Status::success();
+    TAWPIPE_TRY(get_whole());
     current = whole.get();
     return Status::success();
   };
+  // Test hook: the faulty copies replace the given program (and its whole form).
+  std::optional<ir::Program> faulty;
+  if (!options.test_fault.empty()) {
+    faulty = given;
+    apply_fault(options.test_fault, *faulty);
+    current = &*faulty;
+    if (given.compact()) {
+      TAWPIPE_TRY(get_whole());
+      auto w = std::make_shared<ir::Program>(*whole);
+      apply_fault(options.test_fault, *w);
+      whole = std::move(w);
+    }
+  }
+  // Verification first (SimOptions::verify): nothing below runs on a program that failed. The
+  // replica-compact form lacks the other replicas' ops, so its whole form is what is verified.
+  if (options.verify) {
+    if (current->compact()) {
+      TAWPIPE_TRY(get_whole());
+      TAWPIPE_TRY(verify_program(*whole, whole, options));
+    } else {
+      TAWPIPE_TRY(verify_program(*current, faulty ? nullptr : given_shared, options));
+    }
+  }
   std::optional<ReplicaSymmetry> symmetry;
   std::string symmetry_note;
   if (options.symmetry && !options.record_ops && !options.record_link_usage) {
@@ -303,6 +387,8 @@ Expected<SimOutput> run_simulation(const ir::Program& given, const topo::Topolog
   }
   return out;
 }
+
+}  // namespace
 
 Expected<report::Report> simulate(const ir::Program& program, const topo::Topology& topology,
                                   const SimOptions& options) {

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/ir/program.h"
+#include "common/ir/verify_cache.h"
 #include "common/model/model.h"
 #include "common/profile/profile.h"
 #include "common/report/report.h"
@@ -67,7 +68,34 @@ struct SimOptions {
   bool symmetry = true;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
+  /// Verify the program (common/ir/verifier.h) before simulating it: design.md section 4, "the
+  /// verifier proves a program well-formed before anything runs it". A program that fails is
+  /// never simulated: run_simulation returns an error for which is_invalid_program() holds. A
+  /// replica-compact program is verified in its whole form (FullProgram). Every tawsim command
+  /// that simulates sets it (sim/cli/run.h default_sim_options, sim/collectives_table.cpp); off
+  /// by default for library users: tests that simulate deliberately incomplete hand-made
+  /// programs, and the simulate-only benchmarks (tests/bench/bench_simulator.cpp).
+  bool verify = false;
+  /// Programs that passed verification (common/ir/verify_cache.h): a shared program object in
+  /// the set (run_simulation's shared_ptr overload) is not verified again, one that passes is
+  /// added. Sweeps share one set over their points. Null: every program is verified.
+  std::shared_ptr<ir::VerifiedPrograms> verified;
+  /// With `verify`: check the symbolic dataflow too (ir::VerifyOptions::skip_dataflow off).
+  /// Only programs without training tensors turn it off: the collective benchmarks of
+  /// `tawsim collectives` (sim/collectives_table.h) move untyped buffers, which the content rules
+  /// of training programs do not describe; structure, matching and deadlock freedom are checked.
+  bool verify_dataflow = true;
+  /// Threads of the verifier (ir::VerifyOptions::threads; 0: the machine's hardware threads).
+  int verify_threads = 0;
+  /// Test hook (tests/unit/cli): "sample" shifts the sample of rank 0's first forward op before
+  /// the program is verified and simulated, a dataflow fault the simulator itself would not
+  /// notice; tawsim sets it from the environment variable TAWSIM_TEST_FAULT. Empty: none.
+  std::string test_fault;
 };
+
+/// Whether `e` is run_simulation's error for a program that failed verification (its message
+/// starts with "program fails verification (STAGE): ", then the verifier's one-line message).
+bool is_invalid_program(const Error& e);
 
 /// A report plus what only traces need.
 struct SimOutput {
@@ -100,6 +128,12 @@ using FullProgram = std::function<Expected<std::shared_ptr<const ir::Program>>()
 /// instead (an error when `full` is empty). The output is the same either way.
 Expected<SimOutput> run_simulation(const ir::Program& program, const topo::Topology& topology,
                                    const SimOptions& options, const FullProgram& full = {});
+
+/// As above, for a program shared through schedules::ProgramCache: with SimOptions::verified,
+/// a program object that passed verification before is not verified again.
+Expected<SimOutput> run_simulation(const std::shared_ptr<const ir::Program>& program,
+                                   const topo::Topology& topology, const SimOptions& options,
+                                   const FullProgram& full = {});
 
 /// Convenience: `run_simulation(...).report`.
 Expected<report::Report> simulate(const ir::Program& program, const topo::Topology& topology,

@@ -22,9 +22,9 @@ int emit_chakra(const schedules::Workload& workload,
     }
     const ir::VerifyResult r = ir::verify(*program);
     if (!r.ok) {
-      std::fprintf(stderr, "tawsim: internal error: generated %s program is invalid: %s\n",
-                   v.label.c_str(), r.message.c_str());
-      return 70;
+      std::fprintf(stderr, "tawsim: %s: program fails verification (%s): %s\n", v.label.c_str(),
+                   ir::name(r.stage), r.message.c_str());
+      return kExitUsage;
     }
     auto model = sim::ComputeModel::create(*program, workload.topology, nullptr);
     if (!model.ok()) {

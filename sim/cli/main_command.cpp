@@ -162,9 +162,9 @@ int emit_programs(const schedules::Workload& w, const std::vector<schedules::Sch
     if (!program.ok()) return fail(program.error().at("--schedule " + v.label, 0, 0, ""));
     const ir::VerifyResult r = ir::verify(*program);
     if (!r.ok) {
-      std::fprintf(stderr, "tawsim: internal error: generated %s program is invalid: %s\n",
-                   v.label.c_str(), r.message.c_str());
-      return 70;
+      std::fprintf(stderr, "tawsim: %s: program fails verification (%s): %s\n", v.label.c_str(),
+                   ir::name(r.stage), r.message.c_str());
+      return kExitUsage;
     }
     std::string file = pattern;
     if (auto pos = file.find("{}"); pos != std::string::npos) file.replace(pos, 2, v.label);
@@ -211,7 +211,7 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
                      const schedules::Workload& w) {
   auto format = parse_format(o.format);
   if (!format.ok()) return fail(format.error());
-  sim::SimOptions options;
+  sim::SimOptions options = default_sim_options();
   if (!o.profile_file.empty()) {
     auto profile = profile::read_profile_file(o.profile_file);
     if (!profile.ok()) return fail(profile.error());

@@ -210,6 +210,9 @@ int plan_command(const std::vector<std::string>& args) {
         }
       }
 
+  // Every simulated program is verified first (an invalid one ends the plan with its error);
+  // candidates whose programs are identical verify them once.
+  const sim::SimOptions sim_options = default_sim_options();
   // Stage 1: one-micro-batch probes give the batch check and both bounds.
   const auto workload_of = [&](const Candidate& c, std::int64_t micro_batches) {
     schedules::Workload w = *base;
@@ -227,10 +230,12 @@ int plan_command(const std::vector<std::string>& args) {
   std::size_t done = 0;
   for (Candidate& c : candidates) {
     progress(++done, candidates.size(), "bounds");
-    sim::SimOptions options;
+    sim::SimOptions options = sim_options;
     options.model = base->model;
     const schedules::Workload probe_w = workload_of(c, 1);
     auto probe = sim::simulate_workload(probe_w, c.variant, options, false);
+    if (!probe.ok() && sim::is_invalid_program(probe.error()))
+      return fail(c.label + ": " + probe.error().message);
     if (!probe.ok()) {
       ++rejected;
       continue;
@@ -288,9 +293,11 @@ int plan_command(const std::vector<std::string>& args) {
         continue;
       }
     }
-    sim::SimOptions options;
+    sim::SimOptions options = sim_options;
     options.model = base->model;
     auto out = sim::simulate_workload(workload_of(*c, 0), c->variant, options, !no_fold);
+    if (!out.ok() && sim::is_invalid_program(out.error()))
+      return fail(c->label + ": " + out.error().message);
     ++simulated;
     if (!out.ok() || !fits(out->output.report)) continue;
     c->report = std::move(out->output.report);

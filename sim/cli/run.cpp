@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -47,6 +48,13 @@ std::vector<report::CounterTrack> link_tracks(const sim::SimOutput& o, const top
 
 }  // namespace
 
+sim::SimOptions default_sim_options() {
+  sim::SimOptions options;
+  options.verify = true;
+  if (const char* fault = std::getenv("TAWSIM_TEST_FAULT")) options.test_fault = fault;
+  return options;
+}
+
 std::string workload_title(const schedules::Workload& w) {
   const auto& t = w.topology;
   return fmt::format("tawsim: {} ({} GPUs in {} nodes) | model {} | {} | dp {}", t.name(),
@@ -85,6 +93,8 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
     r.label = v.label;
     if (!files) {
       auto out = sim::simulate_workload(w, v, options, fold);
+      if (!out.ok() && sim::is_invalid_program(out.error()))
+        return out.error().at("", 0, 0, v.label);  // "LABEL: program fails verification ..."
       if (!out.ok()) {
         r.error = out.error().message;
       } else {
@@ -105,6 +115,8 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
       continue;
     }
     auto out = sim::run_simulation(*program, w.topology, options);
+    if (!out.ok() && sim::is_invalid_program(out.error()))
+      return out.error().at("", 0, 0, v.label);  // "LABEL: program fails verification ..."
     if (!out.ok()) {
       r.error = out.error().message;
       results.push_back(std::move(r));
@@ -196,11 +208,17 @@ Expected<Sweep> parse_sweep(std::string_view text) {
 
 Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vector<Sweep>& sweeps,
                            const std::vector<schedules::ScheduleVariant>& variants,
-                           const sim::SimOptions& options, Format format, int jobs,
+                           const sim::SimOptions& base_options, Format format, int jobs,
                            std::ostream& out,
                            const std::function<void(std::size_t, std::size_t)>& progress, bool fold,
                            const Shard& shard) {
   const auto start = std::chrono::steady_clock::now();
+  // Every program is verified before it is simulated; points that share a program (the
+  // ProgramCache below hands out one program for equal generator inputs) verify it once, by
+  // content hash (common/ir/verify_cache.h). With several jobs the points keep the cores busy.
+  sim::SimOptions options = base_options;
+  if (!options.verified) options.verified = std::make_shared<ir::VerifiedPrograms>();
+  if (jobs > 1) options.verify_threads = 1;
   // The cartesian product, first sweep slowest; every point resolved before simulating.
   std::vector<SweepPoint> points(1);
   for (const Sweep& s : sweeps) {
@@ -271,10 +289,27 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   for (auto& d : done)
     d.resize(methods);
   std::vector<std::size_t> left(points.size(), methods);
+  // A program that fails verification ends the sweep: the error is reported and nothing is
+  // written (the output is kept until every point is done); the remaining tasks are skipped.
+  std::optional<Error> invalid;
+  std::size_t invalid_point = 0;
+  std::atomic<bool> stop{false};
   auto render = [&](std::size_t i) {
     std::vector<MethodResult> results;
     std::optional<Error> error;
     for (auto& r : done[i]) {
+      if (!r->ok() && sim::is_invalid_program(r->error())) {
+        std::string where = "point " + std::to_string(first + static_cast<std::int64_t>(i));
+        for (const auto& [k, v] : points[i])
+          where += " " + k + "=" + v;
+        std::lock_guard lock(mutex);
+        if (!invalid || i < invalid_point) {  // the first in point order among those that ran
+          invalid = make_error(where + ": " + r->error().to_string());
+          invalid_point = i;
+        }
+        stop = true;
+        return std::string();
+      }
       if (!r->ok()) {
         if (!error) error = r->error();
         continue;
@@ -306,7 +341,8 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
     const std::size_t tasks = points.size() * methods;
     for (std::size_t t = next_task++; t < tasks; t = next_task++) {
       const std::size_t i = t / methods;
-      auto result = run_methods(workloads[i], {variants[t % methods]}, options, {}, fold);
+      auto result = stop ? Expected<std::vector<MethodResult>>(std::vector<MethodResult>{})
+                         : run_methods(workloads[i], {variants[t % methods]}, options, {}, fold);
       std::unique_lock lock(mutex);
       done[i][t % methods] = std::move(result);
       if (--left[i] > 0) continue;
@@ -326,26 +362,29 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   for (int t = 0; t < threads; ++t)
     pool.emplace_back(worker);
 
+  std::ostringstream text;
   if (shard.count > 0)
-    out << shard_marker(format, shard, first, static_cast<std::int64_t>(points.size()), total);
-  if (format == Format::csv) write_csv_header(out, sweep_keys);
+    text << shard_marker(format, shard, first, static_cast<std::int64_t>(points.size()), total);
+  if (format == Format::csv) write_csv_header(text, sweep_keys);
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::unique_lock lock(mutex);
     ready.wait(lock, [&] { return rendered[i].has_value(); });
-    out << *rendered[i] << std::flush;
+    text << *rendered[i];
     rendered[i]->clear();
     lock.unlock();
     if (progress) progress(i + 1, points.size());
   }
   for (auto& t : pool)
     t.join();
+  if (invalid) return *invalid;
   if (format == Format::json) {
     if (shard.count == 0) {
-      out << "\n]\n";
+      text << "\n]\n";
     } else {
-      out << (points.empty() ? "]}\n" : "\n]}\n");
+      text << (points.empty() ? "]}\n" : "\n]}\n");
     }
   }
+  out << text.str() << std::flush;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

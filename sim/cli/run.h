@@ -24,6 +24,11 @@ struct RunOutputs {
   std::vector<ir::Rank> trace_ranks;  ///< empty = all ranks
 };
 
+/// The simulator options every tawsim command starts from: verification on
+/// (sim::SimOptions::verify), and the test hook sim::SimOptions::test_fault from the environment
+/// variable TAWSIM_TEST_FAULT (tests only).
+sim::SimOptions default_sim_options();
+
 /// The header line stating the workload ("3x8-a100 (24 GPUs in 3 nodes) | llama-h4096-l48 | ...").
 std::string workload_title(const schedules::Workload& w);
 

@@ -29,7 +29,7 @@ Expected<SimOutput> generate_and_run(const schedules::Workload& w,
   const bool compact = options.symmetry && !options.record_ops && !options.record_link_usage;
   auto program = schedules::shared_program(w, v, compact);
   if (!program.ok()) return program.error();
-  return run_simulation(**program, w.topology, options,
+  return run_simulation(*program, w.topology, options,
                         [&] { return schedules::shared_program(w, v, false); });
 }
 
@@ -362,7 +362,8 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   };
   // Simulates the program of `m` micro-batches per worker; the whole program is generated only
   // where replica symmetry does not hold (run_simulation's fallback).
-  const auto run = [&](std::int64_t m, const ir::Program& program, int threads) {
+  const auto run = [&](std::int64_t m, const std::shared_ptr<const ir::Program>& program,
+                       int threads) {
     return run_simulation(program, workload.topology, options, [&, m, threads] {
       return schedules::shared_program(workload_of(m, threads), variant, false);
     });
@@ -381,7 +382,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
     auto program = program_of(m, 0);
     if (!program.ok()) return program.error();
     note_fill(m, **program);
-    auto out = run(m, **program, 0);
+    auto out = run(m, *program, 0);
     if (!out.ok()) return out.error();
     return &probes.emplace(m, std::move(*out)).first->second;
   };
@@ -394,6 +395,12 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
   const unsigned threads = workload.threads > 0 ? static_cast<unsigned>(workload.threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
   std::int64_t m = 0;  // the workload's micro-batches per worker
+  // A probe that failed: an invalid program is reported; anything else falls back to the whole
+  // iteration.
+  const auto probe_failed = [&](const Error& e) -> Expected<FoldedOutput> {
+    if (is_invalid_program(e)) return e;
+    return simulate_whole(workload, variant, options, "probe failed", m);
+  };
   const auto prefetch = [&](std::vector<std::int64_t> counts,
                             std::vector<std::int64_t> speculative) {
     const auto known = [&](std::int64_t c) { return probes.count(c) > 0; };
@@ -416,7 +423,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
           continue;
         }
         note_fill(counts[i], **program);
-        results[i] = run(counts[i], **program, 1);
+        results[i] = run(counts[i], *program, 1);
       }
     };
     std::vector<std::thread> pool;
@@ -562,8 +569,13 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
       auto a = probe(base);
       auto b = probe(base + step);
       auto c = probe(base + 2 * step);
-      if (!a.ok() || !b.ok() || !c.ok())
+      if (!a.ok() || !b.ok() || !c.ok()) {
+        // A probe program that fails verification is the generator's fault at every count:
+        // reported, never simulated whole instead.
+        for (const auto* p : {&a, &b, &c})
+          if (!p->ok() && is_invalid_program(p->error())) return p->error();
         return simulate_whole(workload, variant, options, "probe failed", m);
+      }
       // Validation probe well past the first ones: a warm-up longer than `base`, or a regime
       // that changes with the micro-batch count, shows up as a miss here.
       const std::int64_t last = base + 2 * step;
@@ -592,7 +604,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
         // b, c and it are a probe set too, k steps apart.
         if (v_fits && (probes.count(v) > 0 || (step < kMaxStep && v == base + 2 * kMaxStep))) {
           auto vo = probe(v);
-          if (!vo.ok()) return simulate_whole(workload, variant, options, "probe failed", m);
+          if (!vo.ok()) return probe_failed(vo.error());
           const Miss shifted =
               repeats((*b)->report, (*c)->report, (*vo)->report, (v - last) / step);
           if (shifted == Miss::none) return fold_from(**vo, **b, **c);
@@ -603,7 +615,7 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
       drift = false;
       if (!v_fits) continue;
       auto vo = probe(v);
-      if (!vo.ok()) return simulate_whole(workload, variant, options, "probe failed", m);
+      if (!vo.ok()) return probe_failed(vo.error());
       const SimOutput predicted = extrapolate(**c, **b, **c, (v - last) / step, *batch);
       if (!agrees(predicted.report, (*vo)->report)) {
         reason = "the extrapolation missed the validation probe at " + std::to_string(v) +
