@@ -9,10 +9,10 @@
 // instance completes when its last member arrives (O(members), once per instance). A completed op
 // is queued; popping it wakes the heads of its rank that wait for it and, when its head group is
 // done, advances its stream to the next op of the stream (precomputed per op). Every op and
-// dependency edge is touched O(1) times, plus O(streams) per completion while heads of its rank
-// wait; per op the execution keeps a state byte and that successor index. Ops left unfinished at
-// the end form a deadlock; following "waits for" edges from the first one finds the cycle that the
-// error reports.
+// dependency edge is touched O(1) times: a completed op wakes exactly the heads waiting for it
+// (a chain per op); per op the execution keeps a state byte, that successor index and the chain.
+// Ops left unfinished at the end form a deadlock; following "waits for" edges from the first one
+// finds the cycle that the error reports.
 #include <algorithm>
 #include <deque>
 #include <span>
@@ -37,7 +37,8 @@ class Execution {
     state_.assign(static_cast<std::size_t>(n.total()), kIdle);
     arrivals_.assign(m.instance_first.empty() ? 0 : m.instance_first.size() - 1, 0);
     heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
-    waiting_.assign(static_cast<std::size_t>(p.num_ranks()), 0);
+    reserve_prefaulted(waiters_, static_cast<std::size_t>(n.total()));
+    waiters_.assign(static_cast<std::size_t>(n.total()), kNone);
     // Per op, the next op of the same stream (one backward pass per rank; streams are few).
     reserve_prefaulted(next_same_, static_cast<std::size_t>(n.total()));
     next_same_.resize(static_cast<std::size_t>(n.total()));
@@ -85,6 +86,7 @@ class Execution {
     std::uint32_t scan_dep = 0;  // ... and index into its dependency list
     OpIndex waiting_on = kNone;  // the unfinished dependency the head waits for
     std::int32_t remaining = 0;  // head group ops not yet propagated
+    std::int32_t next_waiter = kNone;  // next head (index into heads_) waiting for that op
   };
 
   const RankProgram& rank(Rank r) const { return p_.ranks[static_cast<std::size_t>(r)]; }
@@ -126,7 +128,9 @@ class Execution {
         const OpIndex d = ds[h.scan_dep];
         if (state(r, d) != kPropagated) {
           h.waiting_on = d;
-          ++waiting_[static_cast<std::size_t>(r)];
+          std::int32_t& first = waiters_[static_cast<std::size_t>(n_.global(r, d))];
+          h.next_waiter = first;
+          first = static_cast<std::int32_t>(&h - heads_.data());
           return;
         }
       }
@@ -187,15 +191,23 @@ class Execution {
   }
 
   void propagate(Rank r, OpIndex i) {
-    state(r, i) = kPropagated;
-    // Wake the heads of this rank that wait for it (dependencies never cross ranks).
-    auto& waiting = waiting_[static_cast<std::size_t>(r)];
-    for (std::size_t s = 0; waiting > 0 && s < p_.streams.size(); ++s) {
-      Head& w = head(r, static_cast<StreamId>(s));
-      if (w.waiting_on != i) continue;
-      w.waiting_on = kNone;
-      --waiting;
-      resume(r, static_cast<StreamId>(s));
+    const GlobalOp g = n_.global(r, i);
+    state(g) = kPropagated;
+    // Wake the heads of this rank that wait for it (dependencies never cross ranks), in stream
+    // order: the chain of waiters_ is sorted first when it has several (rare). Resuming one
+    // head never changes which others wait for this op.
+    if (std::int32_t w = waiters_[static_cast<std::size_t>(g)]; w != kNone) {
+      waiters_[static_cast<std::size_t>(g)] = kNone;
+      woken_.clear();
+      for (; w != kNone; w = heads_[static_cast<std::size_t>(w)].next_waiter)
+        woken_.push_back(w);
+      if (woken_.size() > 1) std::sort(woken_.begin(), woken_.end());
+      for (const std::int32_t k : woken_) {
+        Head& h = heads_[static_cast<std::size_t>(k)];
+        h.waiting_on = kNone;
+        h.next_waiter = kNone;
+        resume(r, static_cast<StreamId>(static_cast<std::size_t>(k) % p_.streams.size()));
+      }
     }
     const StreamId s = rank(r).ops[static_cast<std::size_t>(i)].stream;
     Head& h = head(r, s);
@@ -294,10 +306,13 @@ class Execution {
   const OpNumbering& n_;
   const Matching& m_;
   Dataflow* dataflow_;
-  std::vector<State> state_;                    ///< per global op
-  std::vector<std::int32_t> arrivals_;          ///< per collective instance
-  std::vector<Head> heads_;                     ///< per (rank, stream)
-  std::vector<std::int32_t> waiting_;           ///< per rank: heads waiting for a dependency
+  std::vector<State> state_;            ///< per global op
+  std::vector<std::int32_t> arrivals_;  ///< per collective instance
+  std::vector<Head> heads_;             ///< per (rank, stream)
+  /// Per global op: the first head (index into heads_) waiting for it, chained through
+  /// Head::next_waiter; kNone when none waits.
+  std::vector<std::int32_t> waiters_;
+  std::vector<std::int32_t> woken_;             ///< scratch of propagate()
   std::deque<std::pair<Rank, OpIndex>> queue_;  ///< completed, not yet propagated
   std::vector<OpIndex> next_same_;  ///< per global op: next op of its rank and stream, or size
   Check first_dataflow_failure_;
