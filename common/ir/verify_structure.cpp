@@ -5,9 +5,10 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <vector>
 
 #include "common/ir/text.h"
 #include "common/ir/verify_internal.h"
@@ -60,6 +61,50 @@ std::string kernels_disagree(const Cost& c) {
 bool tensor_ok(const TensorRef& t) {
   return static_cast<unsigned>(t.kind) <= static_cast<unsigned>(TensorKind::activation_grad) &&
          t.pieces >= 1 && t.piece >= 0 && t.piece < t.pieces;
+}
+
+// Open-addressing hash set of small keys, for the per-rank checks: no node per entry, no
+// rehash during the rank (sized for `n` keys up front).
+class FlatSet {
+ public:
+  explicit FlatSet(std::size_t n) {
+    std::size_t size = 16;
+    while (size < 2 * n)
+      size *= 2;
+    slots_.assign(size, kEmpty);
+    mask_ = size - 1;
+  }
+  // The slot of `key` (probing from `hash`): kEmpty there when the key is absent.
+  template <class Equal>
+  std::uint32_t* find(std::uint64_t hash, const Equal& equal) {
+    for (std::size_t i = mix(hash) & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i] == kEmpty || equal(slots_[i])) return &slots_[i];
+    }
+  }
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+
+ private:
+  static std::size_t mix(std::uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return static_cast<std::size_t>(h ^ (h >> 33));
+  }
+  std::vector<std::uint32_t> slots_;
+  std::size_t mask_ = 0;
+};
+
+// FNV-1a over 8-byte words: buffer names are short ("act.0.3", "grad.shard").
+std::uint64_t name_hash(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ s.size();
+  std::size_t k = 0;
+  for (; k + 8 <= s.size(); k += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, s.data() + k, 8);
+    h = (h ^ w) * 0x100000001b3ULL;
+  }
+  std::uint64_t w = 0;
+  std::memcpy(&w, s.data() + k, s.size() - k);
+  return (h ^ w) * 0x100000001b3ULL;
 }
 
 bool is_embedding_kind(ComputeKind k) {
@@ -138,6 +183,7 @@ class StructureChecker {
   Check communicators() {
     std::vector<std::int64_t> seen(static_cast<std::size_t>(p_.num_ranks()), -1);
     comms_of_.resize(static_cast<std::size_t>(p_.num_ranks()));
+    sorted_members_.resize(p_.communicators.size());
     for (std::size_t c = 0; c < p_.communicators.size(); ++c) {
       const Communicator& comm = p_.communicators[c];
       const std::string where =
@@ -150,17 +196,19 @@ class StructureChecker {
         if (s == static_cast<std::int64_t>(c))
           return Failure{where + "rank " + str(m) + " listed twice", kNone, kNone, {}};
         s = static_cast<std::int64_t>(c);
-        member_.insert(key(static_cast<CommId>(c), m));
         comms_of_[static_cast<std::size_t>(m)].push_back(static_cast<CommId>(c));
       }
+      std::vector<Rank>& sorted = sorted_members_[c];
+      sorted = comm.members;
+      std::sort(sorted.begin(), sorted.end());
     }
     return std::nullopt;
   }
 
-  static std::uint64_t key(CommId c, Rank r) {
-    return (static_cast<std::uint64_t>(c) << 21) | static_cast<std::uint64_t>(r);
+  bool is_member(CommId c, Rank r) const {
+    const std::vector<Rank>& m = sorted_members_[static_cast<std::size_t>(c)];
+    return std::binary_search(m.begin(), m.end(), r);
   }
-  bool is_member(CommId c, Rank r) const { return member_.count(key(c, r)) != 0; }
 
   // Marks the communicators rank `r` belongs to in `table` (one per worker, indexed by
   // communicator) while its ops are checked.
@@ -180,18 +228,32 @@ class StructureChecker {
   Check rank(Rank r, std::vector<char>& own_table) {
     const OwnComms own(comms_of_[static_cast<std::size_t>(r)], own_table);
     const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
-    std::unordered_set<std::string_view> names;
+    FlatSet names(rp.buffers.size());  // buffer indices, by name
     for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
       const Buffer& buf = rp.buffers[b];
-      const std::string where =
-          "r" + str(r) + ": buffer " + str(static_cast<std::int64_t>(b)) + " '" + buf.name + "': ";
-      if (!names.insert(buf.name).second)
-        return Failure{where + "name not unique on this rank", r, kNone, {}};
+      const auto fail_buffer = [&](const char* what) {
+        return Failure{"r" + str(r) + ": buffer " + str(static_cast<std::int64_t>(b)) + " '" +
+                           buf.name + "': " + what,
+                       r,
+                       kNone,
+                       {}};
+      };
+      std::uint32_t* slot = names.find(name_hash(buf.name), [&](std::uint32_t other) {
+        return rp.buffers[other].name == buf.name;
+      });
+      if (*slot != FlatSet::kEmpty) return fail_buffer("name not unique on this rank");
+      *slot = static_cast<std::uint32_t>(b);
       if (static_cast<unsigned>(buf.role) > static_cast<unsigned>(BufferRole::workspace))
-        return Failure{where + "unknown role", r, kNone, {}};
-      if (!tensor_ok(buf.initial)) return Failure{where + "bad initial tensor", r, kNone, {}};
+        return fail_buffer("unknown role");
+      if (!tensor_ok(buf.initial)) return fail_buffer("bad initial tensor");
     }
-    std::unordered_set<std::int32_t> closed_groups;
+    // Groups closed so far on this rank (their ids as uint32; a group id is never kEmpty's
+    // value, which is kNone's and is not a group).
+    FlatSet closed_groups(rp.ops.size());
+    const auto closed = [&](std::int32_t group) {
+      const auto key = static_cast<std::uint32_t>(group);
+      return closed_groups.find(key, [&](std::uint32_t other) { return other == key; });
+    };
     std::int32_t open_group = kNone;
     for (std::size_t i = 0; i < rp.ops.size(); ++i) {
       const auto index = static_cast<OpIndex>(i);
@@ -213,8 +275,8 @@ class StructureChecker {
       }
       // Groups: consecutive in program order, one stream, communication ops only.
       if (op.group != open_group) {
-        if (open_group != kNone) closed_groups.insert(open_group);
-        if (op.group != kNone && closed_groups.count(op.group) != 0)
+        if (open_group != kNone) *closed(open_group) = static_cast<std::uint32_t>(open_group);
+        if (op.group != kNone && *closed(op.group) != FlatSet::kEmpty)
           return fail("group " + str(op.group) + " is not consecutive on this rank");
         open_group = op.group;
       } else if (op.group != kNone && rp.ops[i - 1].stream != op.stream) {
@@ -363,8 +425,8 @@ class StructureChecker {
   }
 
   const Program& p_;
-  std::unordered_set<std::uint64_t> member_;   ///< (communicator, rank) pairs
-  std::vector<std::vector<CommId>> comms_of_;  ///< per rank: its communicators
+  std::vector<std::vector<Rank>> sorted_members_;  ///< per communicator: its members, sorted
+  std::vector<std::vector<CommId>> comms_of_;      ///< per rank: its communicators
   int threads_ = 1;
 };
 
