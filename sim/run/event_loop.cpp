@@ -104,7 +104,7 @@ void Executor::complete_op(std::size_t g) {
 Expected<ExecutionResult> Executor::run() {
   const std::size_t units = units_.size() - 1;  // without the sentinel
   for (std::size_t u = 0; u < units; ++u) {
-    if (units_[u].remaining == 0) post_unit(static_cast<std::int32_t>(u));
+    if (unit_remaining_[u] == 0) post_unit(static_cast<std::int32_t>(u));
   }
   drain();
   engine_.run();

@@ -28,6 +28,7 @@ Status Executor::build_units() {
   total_ops_ = res_.rank_offset[ranks];
   rt_.resize(total_ops_);
   units_.reserve(total_ops_ + 1);
+  unit_remaining_.reserve(total_ops_);
   comm_ops_.clear();
   dependents_offset_.assign(total_ops_ + 1, 0);
   // Dependencies between units, (op depended on, waiting unit) in program order: counted on
@@ -89,7 +90,6 @@ Status Executor::build_units() {
         }
         default:  // send, recv, collective
           rt.bytes = op.bytes;
-          comm_ops_.push_back(static_cast<std::uint32_t>(g));
           break;
       }
       if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");
@@ -100,10 +100,15 @@ Status Executor::build_units() {
       } else {
         const auto u = static_cast<std::int32_t>(units_.size());
         last_group[op.stream] = op.group;
-        units_.push_back(Unit{prev == kNoUnit ? 0 : 1, 1, kNoUnit, 0});
+        units_.push_back(Unit{1, kNoUnit, 0});
+        unit_remaining_.push_back(prev == kNoUnit ? 0 : 1);
         if (prev != kNoUnit) units_[idx(prev)].next = u;
         last_unit[op.stream] = u;
         rt.unit = u;
+      }
+      if (is_comm(op.kind)) {
+        comm_ops_.push_back(CommOp{static_cast<std::uint32_t>(g), rt.rank, rt.unit, op.comm,
+                                   op.peer, op.kind, op.collective});
       }
       // Dependents: op d -> units waiting for it. Dependencies inside one group are dropped:
       // the group is posted as a whole.
@@ -113,13 +118,13 @@ Status Executor::build_units() {
         const std::size_t dg = offset + idx(d);
         if (rt_[dg].unit == rt.unit) continue;
         ++dependents_offset_[dg + 1];
-        ++units_[idx(rt.unit)].remaining;
+        ++unit_remaining_[idx(rt.unit)];
         edges.emplace_back(static_cast<std::uint32_t>(dg), rt.unit);
       }
     }
   }
   const std::size_t units = units_.size();
-  units_.push_back(Unit{0, 0, kNoUnit, 0});  // sentinel: first_op = total ops
+  units_.push_back(Unit{0, kNoUnit, 0});  // sentinel: first_op = total ops
   BigVector<std::uint32_t> fill(units);
   for (std::size_t u = 0; u < units; ++u) {
     fill[u] = units_[u].first_op;
@@ -165,12 +170,12 @@ Status Executor::build_p2p() {
   // Schedules talk to a few peers in runs: remember the last channel looked up.
   std::uint64_t last_key = ~std::uint64_t{0};
   std::uint32_t last_channel = 0;
-  for (const std::uint32_t g : comm_ops_) {  // replica symmetry: replica 0's only
-    if (rt_[g].kind != ir::OpKind::send && rt_[g].kind != ir::OpKind::recv) continue;
-    const ir::Op& op = op_at(g);
+  for (const CommOp& op : comm_ops_) {  // replica symmetry: replica 0's only
+    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
+    const std::uint32_t g = op.g;
     if (op.peer < 0 || static_cast<std::uint64_t>(op.peer) >= ranks)
       return op_error(g, "peer rank out of range");
-    const auto me = static_cast<std::uint64_t>(rt_[g].rank);
+    const auto me = static_cast<std::uint64_t>(op.rank);
     const auto peer = static_cast<std::uint64_t>(op.peer);
     const bool is_recv = op.kind == ir::OpKind::recv;
     const std::uint64_t key = (static_cast<std::uint64_t>(op.comm) << 42) |
@@ -228,12 +233,12 @@ Status Executor::build_collectives() {
     const auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(r, std::int32_t{-1}));
     return it != v.end() && it->first == r ? it->second : -1;
   };
-  for (const std::uint32_t g : comm_ops_) {
-    if (rt_[g].kind != ir::OpKind::collective) continue;
-    const ir::Op& op = op_at(g);
+  for (const CommOp& op : comm_ops_) {
+    if (op.kind != ir::OpKind::collective) continue;
+    const std::uint32_t g = op.g;
     if (op.comm < 0 || idx(op.comm) >= comms) return op_error(g, "communicator out of range");
     const std::size_t c = idx(op.comm);
-    const std::int32_t pos = find(c, rt_[g].rank);
+    const std::int32_t pos = find(c, op.rank);
     if (pos < 0) return op_error(g, "rank is not a member of its communicator");
     const std::uint32_t k = ordinal[c][idx(pos)]++;
     if (k == by_ordinal[c].size()) {
@@ -288,11 +293,11 @@ void Executor::build_comm_order() {
   // cleared per rank (thousands of pair communicators x 1024 ranks).
   std::vector<std::pair<std::size_t, std::int32_t>> last(program_.communicators.size(),
                                                          {active_ranks_, kNoUnit});
-  for (const std::uint32_t g : comm_ops_) {  // in program order, rank by rank
-    const ir::CommId comm = op_at(g).comm;
+  for (const CommOp& op : comm_ops_) {  // in program order, rank by rank
+    const ir::CommId comm = op.comm;
     if (comm == ir::kNone) continue;
-    const auto r = idx(rt_[g].rank);
-    const std::int32_t u = rt_[g].unit;
+    const auto r = idx(op.rank);
+    const std::int32_t u = op.unit;
     auto& [stamp, prev] = last[idx(comm)];
     if (stamp != r) {
       stamp = r;
@@ -300,7 +305,7 @@ void Executor::build_comm_order() {
     }
     if (prev != kNoUnit && prev != u) {
       edges.emplace_back(prev, u);
-      ++units_[idx(u)].remaining;
+      ++unit_remaining_[idx(u)];
     }
     prev = u;
   }
@@ -347,10 +352,12 @@ Status Executor::prepare() {
     p2p_links.clear();
     std::int64_t comms = 0;
     // The rank's communication ops: comm_ops_ is in global op order.
-    const auto begin = std::lower_bound(comm_ops_.begin(), comm_ops_.end(), res_.rank_offset[r]);
-    const auto end = std::lower_bound(begin, comm_ops_.end(), res_.rank_offset[r + 1]);
+    const auto by_g = [](const CommOp& op, std::size_t g) { return op.g < g; };
+    const auto begin =
+        std::lower_bound(comm_ops_.begin(), comm_ops_.end(), res_.rank_offset[r], by_g);
+    const auto end = std::lower_bound(begin, comm_ops_.end(), res_.rank_offset[r + 1], by_g);
     for (auto it = begin; it != end; ++it) {
-      const ir::Op& op = rp.ops[*it - res_.rank_offset[r]];
+      const CommOp& op = *it;
       if (op.kind == ir::OpKind::collective && op.comm != ir::kNone &&
           program_.communicators[idx(op.comm)].members.size() > 1 && !uses_comm[idx(op.comm)]) {
         uses_comm[idx(op.comm)] = 1;
