@@ -65,7 +65,10 @@ struct Instance {
 struct RtOp {
   std::uint64_t bytes = 0;  ///< transfers: message bytes; alloc/free: summed size of the
                             ///< listed buffers; compute: workspace bytes
-  SimTime duration;         ///< compute and copy ops: the compute model's time
+  /// Compute and copy ops: the compute model's time. Send ops: their communicator (ir::CommId
+  /// in picoseconds; start_p2p reads it there instead of from the cold 56-byte ir::Op) until the
+  /// transfer starts, then under the contention model its HBM bytes/s.
+  SimTime duration;
   std::int32_t rank = 0;
   std::int32_t unit = 0;
   std::int32_t link = -1;  ///< p2p: partner's global index; collective: instance; alloc/free of

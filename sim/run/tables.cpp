@@ -90,6 +90,7 @@ Status Executor::build_units() {
         }
         default:  // send, recv, collective
           rt.bytes = op.bytes;
+          if (op.kind == ir::OpKind::send) rt.duration = SimTime::ps(op.comm);  // start_p2p
           break;
       }
       if (op.stream >= last_unit.size()) return op_error(g, "stream id out of range");

@@ -56,7 +56,9 @@ void Executor::start_p2p(std::size_t send_g) {
     start_p2p_shm(send_g);
     return;
   }
-  const P2pPath& path = p2p_path(src, dst, op_at(send_g).comm, op.bytes);
+  // The send's communicator, kept in its duration field by build_units (executor_impl.h).
+  const auto comm = static_cast<ir::CommId>(op.duration.picoseconds());
+  const P2pPath& path = p2p_path(src, dst, comm, op.bytes);
   const CollectivePlanner::P2pChoice& c = path.choice;
   res_.last_channels = c.channels;
   res_.last_protocol = nccl::Proto::simple;
