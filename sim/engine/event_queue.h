@@ -134,8 +134,10 @@ class EventQueue {
     std::uint32_t generation = 0;  ///< bumped when the slot's event fires or is cancelled
     std::uint32_t pos = 0;         ///< index of the event's entry in heap_ while pending
   };
+  /// Branch-free (bitwise, not short-circuit): the outcome of a heap comparison is a coin
+  /// flip, so a branch on it mispredicts half the time.
   static bool before(const Entry& a, const Entry& b) {
-    return a.time_ps < b.time_ps || (a.time_ps == b.time_ps && a.key < b.key);
+    return (a.time_ps < b.time_ps) | ((a.time_ps == b.time_ps) & (a.key < b.key));
   }
   void place(std::size_t index, const Entry& e) {
     heap_[index] = e;
@@ -146,10 +148,13 @@ class EventQueue {
   /// Index of the earliest of the children of `index` (at least one exists: 4 index + 1 < n).
   std::size_t min_child(std::size_t index, std::size_t n) const {
     const std::size_t c = 4 * index + 1;
-    if (c + 4 <= n) {  // a full node: a two-round tournament (keys are unique: no ties)
-      const std::size_t a = before(heap_[c + 1], heap_[c]) ? c + 1 : c;
-      const std::size_t b = before(heap_[c + 3], heap_[c + 2]) ? c + 3 : c + 2;
-      return before(heap_[b], heap_[a]) ? b : a;
+    if (c + 4 <= n) {  // a full node: a two-round tournament (keys are unique: no ties),
+                       // indices selected arithmetically (no data-dependent branch)
+      const Entry* h = heap_.data();
+      const std::size_t a = c + static_cast<std::size_t>(before(h[c + 1], h[c]));
+      const std::size_t b = c + 2 + static_cast<std::size_t>(before(h[c + 3], h[c + 2]));
+      const std::size_t pick = static_cast<std::size_t>(before(h[b], h[a]));
+      return a + pick * (b - a);
     }
     std::size_t best = c;
     for (std::size_t i = c + 1; i < n; ++i) {

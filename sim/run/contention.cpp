@@ -120,6 +120,7 @@ void Executor::start_compute_contended(std::size_t g, SimTime work) {
   RankClock& c = clock_[idx(op.rank)];
   RunningCompute run;
   run.g = static_cast<std::uint32_t>(g);
+  run.mem_share = op.mem_share;
   run.work_ps = static_cast<double>(work.picoseconds());
   run.factor = contention_factor(op.rank, op.mem_share);
   run.last = engine_.now();
@@ -144,7 +145,7 @@ void Executor::shift_load(ir::Rank r, const CommLoad& load, int sign) {
   if (c.load.hbm < 1e-6) c.load.hbm = 0.0;  // rounding residue of sums of rates
   const SimTime now = engine_.now();
   for (RunningCompute& run : c.running) {
-    const double factor = contention_factor(r, rt_[run.g].mem_share);
+    const double factor = contention_factor(r, run.mem_share);
     if (factor == run.factor) continue;
     const auto elapsed = static_cast<double>((now - run.last).picoseconds());
     run.work_ps = std::max(0.0, run.work_ps - elapsed / run.factor);

@@ -91,7 +91,7 @@ void Executor::complete_op(std::size_t g) {
   op.state = 2;
   ++completed_;
   const std::int32_t u = op.unit;
-  Unit& unit = units_[idx(u)];
+  UnitLink& unit = unit_links_[idx(u)];
   if (--unit.pending == 0) {
     if (unit.next != kNoUnit) release(unit.next);
     for (std::uint32_t i = comm_next_offset_[idx(u)]; i < comm_next_offset_[idx(u) + 1]; ++i)
@@ -104,7 +104,7 @@ void Executor::complete_op(std::size_t g) {
 Expected<ExecutionResult> Executor::run() {
   const std::size_t units = units_.size() - 1;  // without the sentinel
   for (std::size_t u = 0; u < units; ++u) {
-    if (unit_remaining_[u] == 0) post_unit(static_cast<std::int32_t>(u));
+    if (units_[u].remaining == 0) post_unit(static_cast<std::int32_t>(u));
   }
   drain();
   engine_.run();

@@ -86,21 +86,27 @@ struct RtOp {
 
 inline constexpr std::uint8_t kMixedKinds = 0xff;
 
-/// A unit (one op, or the ops of one NCCL group on one stream): what the event loop reads and
-/// updates when one of the unit's own ops completes or the unit is posted, in 12 bytes instead
-/// of three arrays. The count of dependencies still to complete is apart (unit_remaining_):
-/// an op's dependents are units anywhere ahead in the program, so their decrements miss the
-/// cache, and a dense array of 4-byte counts keeps that footprint a quarter of a 16-byte one.
+/// A unit (one op, or the ops of one NCCL group on one stream), as its dependents see it: the
+/// count they decrement and, once it reaches zero, where its ops are. An op's dependents are
+/// units anywhere ahead in the program, so these accesses miss the cache; 8 bytes keep the
+/// footprint small (a 16-byte unit with pending/next cost paper/weipipe ~45 % of complete_op's
+/// time at that decrement) and post_unit finds first_op on the line the decrement just loaded.
 struct Unit {
-  std::int32_t pending = 0;    ///< ops of the unit not yet completed (its size until it runs)
-  std::int32_t next = -1;      ///< the stream's next unit, or kNoUnit
+  std::int32_t remaining = 0;  ///< dependencies + stream and communicator predecessors not done
   std::uint32_t first_op = 0;  ///< into unit_ops_; the unit's ops end at the next unit's first_op
+};
+
+/// A unit as its own ops' completions see it.
+struct UnitLink {
+  std::int32_t pending = 0;  ///< ops of the unit not yet completed (its size until it runs)
+  std::int32_t next = -1;    ///< the stream's next unit, or kNoUnit
 };
 
 /// A compute or copy op in progress under the contention model: its remaining work (time alone
 /// on the GPU) and its current slow-down.
 struct RunningCompute {
   std::uint32_t g = 0;
+  std::uint8_t mem_share = 0;  ///< rt_[g].mem_share, here to spare shift_load a cold load
   double work_ps = 0.0;
   double factor = 1.0;
   SimTime last;
@@ -234,7 +240,7 @@ class Executor {
   /// Orders the units of each (rank, NCCL communicator) in program order (comm_next_).
   void build_comm_order();
   void release(std::int32_t unit) {
-    if (--unit_remaining_[idx(unit)] == 0) post_unit(unit);
+    if (--units_[idx(unit)].remaining == 0) post_unit(unit);
   }
   void account(ir::Rank r) {
     RankClock& c = clock_[idx(r)];
@@ -262,9 +268,8 @@ class Executor {
   std::size_t completed_ = 0;
   BigVector<RtOp> rt_;  ///< by global op index
   BigVector<std::uint32_t> immediate_;
-  BigVector<Unit> units_;  ///< by unit id, plus a sentinel whose first_op is the op count
-  /// By unit id: dependencies + stream and communicator predecessors not yet completed.
-  BigVector<std::int32_t> unit_remaining_;
+  BigVector<Unit> units_;           ///< by unit id, plus a sentinel whose first_op is the op count
+  BigVector<UnitLink> unit_links_;  ///< by unit id
   BigVector<std::uint32_t> unit_ops_;
   /// A send, recv or collective op: what the tables of transfers and NCCL connections read,
   /// copied on the one walk over the IR's ops (reading the scattered 64-byte ir::Op again in

@@ -28,7 +28,7 @@ Status Executor::build_units() {
   total_ops_ = res_.rank_offset[ranks];
   rt_.resize(total_ops_);
   units_.reserve(total_ops_ + 1);
-  unit_remaining_.reserve(total_ops_);
+  unit_links_.reserve(total_ops_);
   comm_ops_.clear();
   dependents_offset_.assign(total_ops_ + 1, 0);
   // Dependencies between units, (op depended on, waiting unit) in program order: counted on
@@ -97,13 +97,13 @@ Status Executor::build_units() {
       const std::int32_t prev = last_unit[op.stream];
       if (op.group != ir::kNone && prev != kNoUnit && last_group[op.stream] == op.group) {
         rt.unit = prev;
-        ++units_[idx(prev)].pending;
+        ++unit_links_[idx(prev)].pending;
       } else {
         const auto u = static_cast<std::int32_t>(units_.size());
         last_group[op.stream] = op.group;
-        units_.push_back(Unit{1, kNoUnit, 0});
-        unit_remaining_.push_back(prev == kNoUnit ? 0 : 1);
-        if (prev != kNoUnit) units_[idx(prev)].next = u;
+        units_.push_back(Unit{prev == kNoUnit ? 0 : 1, 0});
+        unit_links_.push_back(UnitLink{1, kNoUnit});
+        if (prev != kNoUnit) unit_links_[idx(prev)].next = u;
         last_unit[op.stream] = u;
         rt.unit = u;
       }
@@ -119,17 +119,18 @@ Status Executor::build_units() {
         const std::size_t dg = offset + idx(d);
         if (rt_[dg].unit == rt.unit) continue;
         ++dependents_offset_[dg + 1];
-        ++unit_remaining_[idx(rt.unit)];
+        ++units_[idx(rt.unit)].remaining;
         edges.emplace_back(static_cast<std::uint32_t>(dg), rt.unit);
       }
     }
   }
   const std::size_t units = units_.size();
-  units_.push_back(Unit{0, kNoUnit, 0});  // sentinel: first_op = total ops
+  units_.push_back(Unit{0, 0});  // sentinel: first_op = total ops
   BigVector<std::uint32_t> fill(units);
   for (std::size_t u = 0; u < units; ++u) {
     fill[u] = units_[u].first_op;
-    units_[u + 1].first_op = units_[u].first_op + static_cast<std::uint32_t>(units_[u].pending);
+    units_[u + 1].first_op =
+        units_[u].first_op + static_cast<std::uint32_t>(unit_links_[u].pending);
   }
   unit_ops_.resize(total_ops_);
   for (std::size_t g = 0; g < total_ops_; ++g)
@@ -306,7 +307,7 @@ void Executor::build_comm_order() {
     }
     if (prev != kNoUnit && prev != u) {
       edges.emplace_back(prev, u);
-      ++unit_remaining_[idx(u)];
+      ++units_[idx(u)].remaining;
     }
     prev = u;
   }
