@@ -28,6 +28,7 @@
 #include "exec/host/collect.h"
 #include "exec/host/doorbell.h"
 #include "exec/host/host_backend.h"
+#include "exec/host/mpi_ops.h"
 #include "exec/host/pin.h"
 #include "exec/interpreter.h"
 #include "exec/math/gemm.h"
@@ -166,16 +167,26 @@ int run(const Options& o) {
   // rank that finished early would take its core from the rank sharing it that has not.
   std::vector<double> loss_sums, times;
   exec::IterationRecord last;
+  exec::host::WaitSleeps sleeps0;
   for (std::int64_t step = 0; step < total_steps; ++step) {
     // Sleeping barrier (MPI_Ibarrier + the backend's wait), for the same reason.
     if (Status s = exec::host::quiet_barrier(MPI_COMM_WORLD); !s.ok())
       kTawexec.abort_run(s.error().message);
+    if (step == o.warmup) sleeps0 = exec::host::wait_sleeps_of_process();
     auto rec = interpreter.run_iteration(step);
     if (!rec.ok()) kTawexec.abort_run(rec.error().message);
     loss_sums.push_back(backend.take_loss_sum());
     times.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9);
     last = std::move(*rec);
   }
+  // Wake-ups of the communication threads' waits per timed step (the barriers' included), per
+  // rank: what the simulator charges as host.wakeup_cost (sim/run/host_cpu.cpp).
+  const exec::host::WaitSleeps sleeps1 = exec::host::wait_sleeps_of_process();
+  double wake[2] = {
+      static_cast<double>(sleeps1.timer - sleeps0.timer) / static_cast<double>(o.steps),
+      static_cast<double>(sleeps1.doorbell - sleeps0.doorbell) / static_cast<double>(o.steps)};
+  std::vector<double> wakes(rank == 0 ? 2 * static_cast<std::size_t>(world) : 0);
+  MPI_Gather(wake, 2, MPI_DOUBLE, wakes.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const auto steps_done = static_cast<int>(total_steps);
   std::vector<double> loss_total(loss_sums.size()), slowest(times.size());
   MPI_Reduce(loss_sums.data(), loss_total.data(), steps_done, MPI_DOUBLE, MPI_SUM, 0,
@@ -217,6 +228,12 @@ int run(const Options& o) {
       steps_ms += fmt::format(" {:.1f}", t * 1e3);
     std::cout << fmt::format("tawexec: timed steps (ms, slowest rank):{}; min {:.1f} max {:.1f}\n",
                              steps_ms, sorted.front() * 1e3, sorted.back() * 1e3);
+    std::string per_rank;
+    for (int r = 0; r < world; ++r)
+      per_rank += fmt::format(" {:.0f}+{:.0f}", wakes[2 * static_cast<std::size_t>(r)],
+                              wakes[2 * static_cast<std::size_t>(r) + 1]);
+    std::cout << fmt::format("tawexec: wait wake-ups per timed step (timer+doorbell) by rank:{}\n",
+                             per_rank);
     if (!o.report_file.empty()) {
       Status s = write_file_with(o.report_file, [&](std::ostream& out) {
         report::write_report_json(rep, out);

@@ -141,20 +141,12 @@ struct HostBackend::Impl {
 
   void plan_zeroing(const ir::RankProgram& rp);
 
-  void stream_loop(StreamThread& st, bool communication, const std::string& name) {
+  void stream_loop(StreamThread& st, const std::string& name) {
     // Named after its IR stream (15 characters at most), for perf sched / top -H.
     prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0UL, 0UL, 0UL);
     // Sleeps of the MPI waits (mpi_ops.h) are microseconds: without this, Linux rounds every
     // sleep of a normal thread up by its 50 us default timer slack.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-    // A stream that only communicates wakes from its waits ahead of the compute thread sharing
-    // its core (mpi_ops.h); best effort.
-    // The compute thread asks for a long slice instead, so that two ranks' compute threads on
-    // one core switch rarely (mpi_ops.h kComputeSliceNs).
-    if (communication)
-      request_comm_slice(true);
-    else
-      request_compute_slice();
     std::vector<Completion> out;
     for (;;) {
       std::vector<ir::OpIndex> batch;
@@ -179,6 +171,25 @@ struct HostBackend::Impl {
   }
 
   Status run_batch(std::span<const ir::OpIndex> batch, std::vector<Completion>& out, double& loss);
+  /// The scheduler slice of the calling stream thread, set per op (set_slice): the compute slice
+  /// while it computes or copies, the communication slice while it posts and waits for MPI.
+  enum class Slice : std::uint8_t { none, compute, communication };
+  static void set_slice(Slice want) {
+    thread_local Slice current = Slice::none;
+    if (current == want) return;
+    current = want;
+    // A stream thread computes in long slices, so that two ranks' compute threads on one core
+    // switch rarely (kComputeSliceNs), and waits for MPI in the shortest slice, so that it wakes
+    // ahead of the compute thread sharing its core (mpi_ops.h). Per op, not per stream: a
+    // stream that communicates and also runs a copy or an accumulate (WeiPipe's ring, TawPipe's
+    // reduce stream) held the compute slice for its waits too, and its woken waits queued
+    // behind 20 ms compute slices (best effort: older kernels refuse custom slices).
+    if (want == Slice::compute) {
+      request_compute_slice();
+    } else {
+      request_comm_slice(true);
+    }
+  }
   /// Posts a communication op (non-blocking; run_batch waits, mpi_ops.h); with `posted` null, a
   /// collective runs to completion with MPI's blocking call instead.
   Status post_comm(ir::OpIndex index, PostedOp* posted);
@@ -314,6 +325,8 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
     const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
     const Nanos start = clock_now();
     auto fail = [&](const Error& e) { return make_error(at_op(rank, index, e)); };
+    set_slice(op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy ? Slice::compute
+                                                                            : Slice::communication);
     switch (op.kind) {
       case ir::OpKind::compute: {
         auto result =
@@ -356,6 +369,7 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
     }
   }
   if (posted.empty()) return Status::success();
+  set_slice(Slice::communication);
   Status s = wait_all(
       posted,
       [&](std::size_t i) {
@@ -515,18 +529,13 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   m.plan_zeroing(rp);
   // One thread per stream this rank uses (a second prepare() keeps the running ones).
   m.streams.resize(program.streams.size());
-  std::vector<std::uint8_t> local_work(program.streams.size(), 0);  // runs compute or copies
-  for (const ir::Op& op : rp.ops)
-    local_work[op.stream] |= op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy;
   for (const ir::Op& op : rp.ops) {
     auto& st = m.streams[op.stream];
     if (st) continue;
     st = std::make_unique<StreamThread>();
     StreamThread* raw = st.get();
-    const bool communication = local_work[op.stream] == 0;
-    st->thread = std::thread([this, raw, communication, name = program.streams[op.stream]] {
-      impl_->stream_loop(*raw, communication, name);
-    });
+    st->thread = std::thread(
+        [this, raw, name = program.streams[op.stream]] { impl_->stream_loop(*raw, name); });
   }
   return Status::success();
 }

@@ -154,7 +154,13 @@ namespace {
 thread_local std::uint64_t t_wait_sleeps = 0;
 /// Threads of this process inside wait_all.
 std::atomic<int> g_waiters{0};
+std::atomic<std::uint64_t> g_timer_sleeps{0}, g_doorbell_sleeps{0};
 }  // namespace
+
+WaitSleeps wait_sleeps_of_process() {
+  return {g_timer_sleeps.load(std::memory_order_relaxed),
+          g_doorbell_sleeps.load(std::memory_order_relaxed)};
+}
 
 std::uint64_t wait_sleeps_on_this_thread() {
   return t_wait_sleeps;
@@ -224,9 +230,11 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
                                          .count();
       sleep_on_doorbell(seen, host_wait::doorbell_timeout_ns(waited_ns));
       ++t_wait_sleeps;
+      g_doorbell_sleeps.fetch_add(1, std::memory_order_relaxed);
     } else {
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
       ++t_wait_sleeps;
+      g_timer_sleeps.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();

@@ -149,6 +149,14 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
 /// calibration takes the wake-ups' own CPU time out of a transfer's measured CPU time.
 std::uint64_t wait_sleeps_on_this_thread();
 
+/// Sleeps of every wait_all of this process so far: on timers, and on the doorbell (each one a
+/// wake-up of a communication thread; tawexec reports them per step beside the simulator's).
+struct WaitSleeps {
+  std::uint64_t timer = 0;
+  std::uint64_t doorbell = 0;
+};
+WaitSleeps wait_sleeps_of_process();
+
 /// Waits, without spinning (see above), until every op of `ops` completed: while every pending
 /// op is a point-to-point op whose peer has a doorbell, by sleeping on this process's doorbell
 /// (at most host_wait::doorbell_timeout_ns per sleep), else on the timer schedule; a completed
