@@ -154,6 +154,7 @@ Status verify_program(const ir::Program& program, const std::shared_ptr<const ir
   ir::VerifyOptions vo;
   vo.threads = options.verify_threads;
   vo.skip_dataflow = !options.verify_dataflow;
+  vo.statistics = false;  // counts only, not a check: the report has its own
   const ir::VerifyResult r = ir::verify(program, vo);
   if (!r.ok) return make_error(std::string(kInvalidPrefix) + ir::name(r.stage) + "): " + r.message);
   if (cached) options.verified->insert(shared);

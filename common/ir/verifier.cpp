@@ -124,7 +124,7 @@ VerifyResult verify(const Program& program, const VerifyOptions& options) {
   const int threads = resolve_threads(options.threads);
   if (detail::Check c = detail::check_structure(program, threads))
     return failed(std::move(result), VerifyStage::structure, std::move(*c));
-  result.stats = statistics(program, threads);
+  if (options.statistics) result.stats = statistics(program, threads);
   const detail::OpNumbering numbering(program);
   // Matching and the dataflow's set-up are independent: with two or more threads they run
   // side by side. A matching failure is still reported first.

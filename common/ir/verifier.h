@@ -12,7 +12,7 @@
 ///     the right weights/activations, gradients reach the optimizer complete and exactly once,
 ///     every owned weight is updated once, no dead buffer is touched.
 /// Statistics (op counts, bytes by kind, per-rank peak live bytes under program-order
-/// execution) are filled whenever the structure check passes.
+/// execution) are filled whenever the structure check passes (unless turned off).
 ///
 /// Complexity: O(ops + deps + buffers + sum of communicator sizes) time and memory, plus
 /// O(layers) per backward op and O(samples * layers) for the expected gradient fingerprints.
@@ -32,6 +32,9 @@ struct VerifyOptions {
   /// Skip the symbolic dataflow check (test-only escape hatch for executor tests that run
   /// deliberately incomplete programs). Structure, matching and deadlock checks still run.
   bool skip_dataflow = false;
+  /// Fill VerifyResult::stats (counts and program-order peak memory; not a check). The
+  /// simulator, which computes its own figures, turns it off.
+  bool statistics = true;
   /// Threads for the per-rank stages (structure, statistics); 0: the machine's hardware
   /// threads. The result does not depend on it.
   int threads = 0;

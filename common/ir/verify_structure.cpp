@@ -292,9 +292,92 @@ class StructureChecker {
         if (op.group != kNone && rp.ops[static_cast<std::size_t>(d)].group == op.group)
           return fail("dependency on #" + str(d) + " of its own group");
       }
-      if (Check c = kind_specific(r, index, op, own_table, fail)) return c;
+      // The detailed check (which builds the message) runs only for an op the fast one
+      // doubts; op_ok() holds exactly when kind_specific() finds nothing.
+      if (!op_ok(r, op, own_table))
+        if (Check c = kind_specific(r, index, op, own_table, fail)) return c;
     }
     return std::nullopt;
+  }
+
+  // kind_specific() without messages: true exactly when it would find nothing (same
+  // conditions, in an order that never indexes out of range).
+  bool op_ok(Rank r, const Op& op, const std::vector<char>& own_comm) const {
+    const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
+    const auto fits = [&](std::uint32_t k, std::uint64_t bytes) {
+      return bytes <= rp.buffers[static_cast<std::size_t>(rp.buffer_pool[op.buffers_offset + k])]
+                          .size.count();
+    };
+    const auto comm_ok = [&] {
+      return op.comm >= 0 && static_cast<std::size_t>(op.comm) < p_.communicators.size() &&
+             own_comm[static_cast<std::size_t>(op.comm)];
+    };
+    const auto peer_ok = [&] {  // after comm_ok()
+      return op.peer >= 0 && op.peer < p_.num_ranks() && is_member(op.comm, op.peer);
+    };
+    switch (op.kind) {
+      case OpKind::compute: {
+        if (static_cast<unsigned>(op.compute) > static_cast<unsigned>(kLastComputeKind))
+          return false;
+        if (op.cost != kNone &&
+            (op.cost < 0 || static_cast<std::size_t>(op.cost) >= p_.costs.size()))
+          return false;
+        const ComputeKind k = op.compute;
+        const bool embedding_block = op.layer_begin == kEmbeddingLayer && op.layer_end == 0;
+        const bool decoder_block = op.layer_begin >= 0 && op.layer_begin < op.layer_end &&
+                                   op.layer_end <= p_.header.layers;
+        if (is_embedding_kind(k) && !embedding_block) return false;
+        if ((k == ComputeKind::forward || k == ComputeKind::backward ||
+             k == ComputeKind::backward_input || k == ComputeKind::backward_weight) &&
+            !decoder_block)
+          return false;
+        if (k == ComputeKind::optimizer && !embedding_block && !decoder_block) return false;
+        if (k != ComputeKind::accumulate && k != ComputeKind::optimizer && op.sample < 0)
+          return false;
+        if (k == ComputeKind::accumulate && (op.reads_count < 1 || op.writes_count < 1))
+          return false;
+        return true;
+      }
+      case OpKind::send:
+        return op.reads_count == 1 && op.writes_count == 0 && comm_ok() && op.peer != r &&
+               peer_ok() && fits(0, op.bytes);
+      case OpKind::recv:
+        return op.reads_count == 0 && op.writes_count == 1 && comm_ok() && op.peer != r &&
+               peer_ok() && fits(0, op.bytes);
+      case OpKind::collective: {
+        if (static_cast<unsigned>(op.collective) >
+                static_cast<unsigned>(CollectiveKind::reduce_scatter) ||
+            op.reads_count != 1 || op.writes_count != 1 || !comm_ok())
+          return false;
+        const auto m = static_cast<std::uint64_t>(
+            p_.communicators[static_cast<std::size_t>(op.comm)].members.size());
+        switch (op.collective) {
+          case CollectiveKind::broadcast:
+          case CollectiveKind::reduce:
+            return peer_ok() && fits(0, op.bytes) && fits(1, op.bytes);
+          case CollectiveKind::all_reduce:
+            return op.peer == kNone && fits(0, op.bytes) && fits(1, op.bytes);
+          case CollectiveKind::all_gather:
+            return op.peer == kNone && op.bytes % m == 0 && fits(0, op.bytes / m) &&
+                   fits(1, op.bytes);
+          case CollectiveKind::reduce_scatter:
+            return op.peer == kNone && op.bytes % m == 0 && fits(0, op.bytes) &&
+                   fits(1, op.bytes / m);
+        }
+        return true;
+      }
+      case OpKind::copy:
+        return op.reads_count == 1 && op.writes_count == 1 && fits(0, op.bytes) &&
+               fits(1, op.bytes);
+      case OpKind::alloc:
+      case OpKind::free: {
+        if (op.reads_count != 0 || op.writes_count == 0) return false;
+        for (BufferId id : writes(rp, op))
+          if (rp.buffers[static_cast<std::size_t>(id)].persistent) return false;
+        return true;
+      }
+    }
+    return true;
   }
 
   template <class Fail>
