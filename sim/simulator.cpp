@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/ir/verifier.h"
@@ -146,22 +145,19 @@ void apply_fault(const std::string& fault, ir::Program& program) {
   }
 }
 
-Error invalid(const ir::VerifyResult& r) {
-  return make_error(std::string(kInvalidPrefix) + ir::name(r.stage) + "): " + r.message);
-}
-
-// Verifies `program` (from the matching stage on when `structure_checked`) and records a shared
-// object that passed in options.verified; `shared` is null or holds `program`.
+// Verifies `program` unless this shared object passed before (options.verified); `shared` is
+// null or holds `program`.
 Status verify_program(const ir::Program& program, const std::shared_ptr<const ir::Program>& shared,
-                      const SimOptions& options, bool structure_checked) {
+                      const SimOptions& options) {
+  const bool cached = shared && options.verified;
+  if (cached && options.verified->contains(shared)) return Status::success();
   ir::VerifyOptions vo;
   vo.threads = options.verify_threads;
   vo.skip_dataflow = !options.verify_dataflow;
   vo.statistics = false;  // counts only, not a check: the report has its own
-  vo.structure_checked = structure_checked;
   const ir::VerifyResult r = ir::verify(program, vo);
-  if (!r.ok) return invalid(r);
-  if (shared && options.verified) options.verified->insert(shared);
+  if (!r.ok) return make_error(std::string(kInvalidPrefix) + ir::name(r.stage) + "): " + r.message);
+  if (cached) options.verified->insert(shared);
   return Status::success();
 }
 
@@ -240,39 +236,16 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
       whole = std::move(w);
     }
   }
-  // Verification (SimOptions::verify): the output below is returned only for a program that
-  // passed. The replica-compact form lacks the other replicas' ops, so its whole form is what is
-  // verified. A shared program object verified before (SimOptions::verified) is not verified
-  // again. Concurrently: the structure now (the simulation needs every id and offset in range),
-  // the other stages on `verifier` beside the simulation; `verified()` joins it.
-  std::optional<Status> verdict;
-  std::jthread verifier;
+  // Verification first (SimOptions::verify): nothing below runs on a program that failed. The
+  // replica-compact form lacks the other replicas' ops, so its whole form is what is verified.
   if (options.verify) {
-    const ir::Program* target = current;
-    std::shared_ptr<const ir::Program> target_shared = faulty ? nullptr : given_shared;
     if (current->compact()) {
       TAWPIPE_TRY(get_whole());
-      target = whole.get();
-      target_shared = whole;
-    }
-    const bool done =
-        target_shared && options.verified && options.verified->contains(target_shared);
-    if (!done && options.verify_concurrently) {
-      const ir::VerifyResult s = ir::verify_structure(*target, options.verify_threads);
-      if (!s.ok) return invalid(s);
-      verifier = std::jthread([&options, &verdict, target, target_shared] {
-        verdict = verify_program(*target, target_shared, options, true);
-      });
-    } else if (!done) {
-      TAWPIPE_TRY(verify_program(*target, target_shared, options, false));
+      TAWPIPE_TRY(verify_program(*whole, whole, options));
+    } else {
+      TAWPIPE_TRY(verify_program(*current, faulty ? nullptr : given_shared, options));
     }
   }
-  // The verification's outcome (after the verifier thread, if any, finished); its error comes
-  // before anything the simulation found.
-  const auto verified = [&]() -> Status {
-    if (verifier.joinable()) verifier.join();
-    return verdict ? *verdict : Status::success();
-  };
   std::optional<ReplicaSymmetry> symmetry;
   std::string symmetry_note;
   if (options.symmetry && !options.record_ops && !options.record_link_usage) {
@@ -282,22 +255,15 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
   }
   if (!symmetry) TAWPIPE_TRY(expand());
   auto result = execute(*current, topology, exec);
-  if (!result.ok()) {
-    TAWPIPE_TRY(verified());
-    return result.error();
-  }
+  if (!result.ok()) return result.error();
   if (!result->symmetry_broken.empty()) {  // the network was not symmetric: run every rank
     symmetry_note = result->symmetry_broken;
     symmetry.reset();
     exec.symmetry = nullptr;
     TAWPIPE_TRY(expand());
     result = execute(*current, topology, exec);
-    if (!result.ok()) {
-      TAWPIPE_TRY(verified());
-      return result.error();
-    }
+    if (!result.ok()) return result.error();
   }
-  TAWPIPE_TRY(verified());
   const ir::Program& program = *current;
   ExecutionResult& res = *result;
 

@@ -85,11 +85,6 @@ struct SimOptions {
   /// `tawsim collectives` (sim/collectives_table.h) move untyped buffers, which the content rules
   /// of training programs do not describe; structure, matching and deadlock freedom are checked.
   bool verify_dataflow = true;
-  /// With `verify`: check the structure first (what the simulator needs: every id and offset in
-  /// range), then run the rest of the verification on a second thread beside the simulation.
-  /// The output is returned only once the whole verification passed; a failure returns the
-  /// verification's error, whatever the simulation found. Off: verify fully, then simulate.
-  bool verify_concurrently = false;
   /// Threads of the verifier (ir::VerifyOptions::threads; 0: the machine's hardware threads).
   int verify_threads = 0;
   /// Test hook (tests/unit/cli): "sample" shifts the sample of rank 0's first forward op before

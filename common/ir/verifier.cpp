@@ -119,19 +119,11 @@ const char* name(VerifyStage stage) {
   return "?";
 }
 
-VerifyResult verify_structure(const Program& program, int threads) {
-  if (detail::Check c = detail::check_structure(program, resolve_threads(threads)))
-    return failed(VerifyResult{}, VerifyStage::structure, std::move(*c));
-  return VerifyResult{};
-}
-
 VerifyResult verify(const Program& program, const VerifyOptions& options) {
   VerifyResult result;
   const int threads = resolve_threads(options.threads);
-  if (!options.structure_checked) {
-    if (detail::Check c = detail::check_structure(program, threads))
-      return failed(std::move(result), VerifyStage::structure, std::move(*c));
-  }
+  if (detail::Check c = detail::check_structure(program, threads))
+    return failed(std::move(result), VerifyStage::structure, std::move(*c));
   if (options.statistics) result.stats = statistics(program, threads);
   const detail::OpNumbering numbering(program);
   // Matching and the dataflow's set-up are independent: with two or more threads they run

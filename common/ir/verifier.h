@@ -35,10 +35,6 @@ struct VerifyOptions {
   /// Fill VerifyResult::stats (counts and program-order peak memory; not a check). The
   /// simulator, which computes its own figures, turns it off.
   bool statistics = true;
-  /// The caller ran verify_structure() on this very program and it passed: verify() starts
-  /// at the matching stage (the simulator checks the structure first, then verifies the rest
-  /// beside the simulation, which needs only indices in range).
-  bool structure_checked = false;
   /// Threads for the per-rank stages (structure, statistics); 0: the machine's hardware
   /// threads. The result does not depend on it.
   int threads = 0;
@@ -75,9 +71,6 @@ struct VerifyResult {
 
 /// Verifies `program`. Never crashes on malformed programs (any ids, offsets, enum values).
 VerifyResult verify(const Program& program, const VerifyOptions& options = {});
-
-/// Stage 1 alone (stats are not filled): ids, pool offsets and enum values in range, ...
-VerifyResult verify_structure(const Program& program, int threads = 0);
 
 /// Name of a stage for messages ("structure", ...).
 const char* name(VerifyStage stage);

@@ -51,7 +51,6 @@ std::vector<report::CounterTrack> link_tracks(const sim::SimOutput& o, const top
 sim::SimOptions default_sim_options() {
   sim::SimOptions options;
   options.verify = true;
-  options.verify_concurrently = true;  // on the second core, beside the simulation
   if (const char* fault = std::getenv("TAWSIM_TEST_FAULT")) options.test_fault = fault;
   return options;
 }
@@ -219,10 +218,7 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
   // content hash (common/ir/verify_cache.h). With several jobs the points keep the cores busy.
   sim::SimOptions options = base_options;
   if (!options.verified) options.verified = std::make_shared<ir::VerifiedPrograms>();
-  if (jobs > 1) {
-    options.verify_threads = 1;
-    options.verify_concurrently = false;
-  }
+  if (jobs > 1) options.verify_threads = 1;
   // The cartesian product, first sweep slowest; every point resolved before simulating.
   std::vector<SweepPoint> points(1);
   for (const Sweep& s : sweeps) {

@@ -25,8 +25,8 @@ struct RunOutputs {
 };
 
 /// The simulator options every tawsim command starts from: verification on
-/// (sim::SimOptions::verify), beside the simulation (verify_concurrently), and the test hook
-/// sim::SimOptions::test_fault from the environment variable TAWSIM_TEST_FAULT (tests only).
+/// (sim::SimOptions::verify), and the test hook sim::SimOptions::test_fault from the environment
+/// variable TAWSIM_TEST_FAULT (tests only).
 sim::SimOptions default_sim_options();
 
 /// The header line stating the workload ("3x8-a100 (24 GPUs in 3 nodes) | llama-h4096-l48 | ...").
