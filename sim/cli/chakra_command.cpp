@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/chakra/export.h"
 #include "common/ir/verifier.h"
@@ -13,6 +16,15 @@ namespace tawpipe::cli {
 
 int emit_chakra(const schedules::Workload& workload,
                 const std::vector<schedules::ScheduleVariant>& variants, const std::string& dir) {
+  // Generate, verify and cost every schedule first: nothing is written unless all of them are
+  // valid (as --emit-ir does).
+  struct Pending {
+    std::string label;
+    ir::Program program;
+    std::optional<sim::ComputeModel> model;
+  };
+  std::vector<Pending> pending;
+  pending.reserve(variants.size());
   for (const auto& v : variants) {
     auto program = schedules::build_program(workload, v);
     if (!program.ok()) {
@@ -26,18 +38,22 @@ int emit_chakra(const schedules::Workload& workload,
                    ir::name(r.stage), r.message.c_str());
       return kExitUsage;
     }
-    auto model = sim::ComputeModel::create(*program, workload.topology, nullptr);
+    pending.push_back({v.label, std::move(*program), std::nullopt});
+    auto model = sim::ComputeModel::create(pending.back().program, workload.topology, nullptr);
     if (!model.ok()) {
       std::fprintf(stderr, "tawsim: %s\n", model.error().to_string().c_str());
       return kExitUsage;
     }
-    const sim::ComputeModel& cm = *model;
+    pending.back().model.emplace(std::move(*model));
+  }
+  for (const Pending& p : pending) {
+    const sim::ComputeModel& cm = *p.model;
     const auto micros = [&](ir::Rank rank, const ir::Op& op) {
       return static_cast<std::uint64_t>(std::llround(cm.op_time(rank, op).microseconds()));
     };
     const std::string out =
-        variants.size() == 1 ? dir : (std::filesystem::path(dir) / v.label).string();
-    auto written = chakra::write_chakra(*program, out, micros);
+        variants.size() == 1 ? dir : (std::filesystem::path(dir) / p.label).string();
+    auto written = chakra::write_chakra(p.program, out, micros);
     if (!written.ok()) {
       std::fprintf(stderr, "tawsim: %s\n", written.error().to_string().c_str());
       return kExitUsage;
