@@ -3,13 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/chakra/export.h"
-#include "common/ir/verifier.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/run.h"
 #include "sim/compute/compute_model.h"
 
 namespace tawpipe::cli {
@@ -18,42 +17,34 @@ int emit_chakra(const schedules::Workload& workload,
                 const std::vector<schedules::ScheduleVariant>& variants, const std::string& dir) {
   // Generate, verify and cost every schedule first: nothing is written unless all of them are
   // valid (as --emit-ir does).
+  auto programs = generate_verified(workload, variants);
+  if (!programs.ok()) {
+    std::fprintf(stderr, "tawsim: %s\n", programs.error().to_string().c_str());
+    return kExitUsage;
+  }
   struct Pending {
     std::string label;
-    ir::Program program;
-    std::optional<sim::ComputeModel> model;
+    const ir::Program* program;
+    sim::ComputeModel model;
   };
   std::vector<Pending> pending;
-  pending.reserve(variants.size());
-  for (const auto& v : variants) {
-    auto program = schedules::build_program(workload, v);
-    if (!program.ok()) {
-      std::fprintf(stderr, "tawsim: %s\n",
-                   program.error().at("--schedule " + v.label, 0, 0, "").to_string().c_str());
-      return kExitUsage;
-    }
-    const ir::VerifyResult r = ir::verify(*program);
-    if (!r.ok) {
-      std::fprintf(stderr, "tawsim: %s: program fails verification (%s): %s\n", v.label.c_str(),
-                   ir::name(r.stage), r.message.c_str());
-      return kExitUsage;
-    }
-    pending.push_back({v.label, std::move(*program), std::nullopt});
-    auto model = sim::ComputeModel::create(pending.back().program, workload.topology, nullptr);
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const ir::Program& program = (*programs)[i];
+    auto model = sim::ComputeModel::create(program, workload.topology, nullptr);
     if (!model.ok()) {
       std::fprintf(stderr, "tawsim: %s\n", model.error().to_string().c_str());
       return kExitUsage;
     }
-    pending.back().model.emplace(std::move(*model));
+    pending.push_back({variants[i].label, &program, std::move(*model)});
   }
   for (const Pending& p : pending) {
-    const sim::ComputeModel& cm = *p.model;
+    const sim::ComputeModel& cm = p.model;
     const auto micros = [&](ir::Rank rank, const ir::Op& op) {
       return static_cast<std::uint64_t>(std::llround(cm.op_time(rank, op).microseconds()));
     };
     const std::string out =
         variants.size() == 1 ? dir : (std::filesystem::path(dir) / p.label).string();
-    auto written = chakra::write_chakra(p.program, out, micros);
+    auto written = chakra::write_chakra(*p.program, out, micros);
     if (!written.ok()) {
       std::fprintf(stderr, "tawsim: %s\n", written.error().to_string().c_str());
       return kExitUsage;

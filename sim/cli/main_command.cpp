@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "common/io.h"
 #include "common/ir/json.h"
-#include "common/ir/verifier.h"
 #include "common/model/memory.h"
 #include "common/model/presets.h"
 #include "common/strings.h"
@@ -156,23 +155,13 @@ int emit_programs(const schedules::Workload& w, const std::vector<schedules::Sch
                    "(replaced by each schedule), e.g. --emit-ir run.{}.ir.json"));
   }
   // Generate and verify everything first: nothing is written unless all of it is valid.
-  std::vector<std::pair<std::string, ir::Program>> outputs;
-  for (const auto& v : vs) {
-    auto program = schedules::build_program(w, v);
-    if (!program.ok()) return fail(program.error().at("--schedule " + v.label, 0, 0, ""));
-    const ir::VerifyResult r = ir::verify(*program);
-    if (!r.ok) {
-      std::fprintf(stderr, "tawsim: %s: program fails verification (%s): %s\n", v.label.c_str(),
-                   ir::name(r.stage), r.message.c_str());
-      return kExitUsage;
-    }
+  auto programs = generate_verified(w, vs);
+  if (!programs.ok()) return fail(programs.error());
+  for (std::size_t i = 0; i < vs.size(); ++i) {
     std::string file = pattern;
-    if (auto pos = file.find("{}"); pos != std::string::npos) file.replace(pos, 2, v.label);
-    outputs.emplace_back(std::move(file), std::move(*program));
-  }
-  for (const auto& [file, program] : outputs) {
+    if (auto pos = file.find("{}"); pos != std::string::npos) file.replace(pos, 2, vs[i].label);
     Status s = write_file_with(file, [&](std::ostream& out) {
-      ir::write_program_json(program, out);
+      ir::write_program_json((*programs)[i], out);
       return Status::success();
     });
     if (!s.ok()) return fail(s.error());

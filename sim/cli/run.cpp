@@ -13,6 +13,7 @@
 
 #include "common/io.h"
 #include "common/ir/json.h"
+#include "common/ir/verifier.h"
 #include "common/report/trace.h"
 #include "common/strings.h"
 
@@ -53,6 +54,23 @@ sim::SimOptions default_sim_options() {
   options.verify = true;
   if (const char* fault = std::getenv("TAWSIM_TEST_FAULT")) options.test_fault = fault;
   return options;
+}
+
+Expected<std::vector<ir::Program>> generate_verified(
+    const schedules::Workload& workload, const std::vector<schedules::ScheduleVariant>& variants) {
+  std::vector<ir::Program> programs;
+  programs.reserve(variants.size());
+  for (const auto& v : variants) {
+    auto program = schedules::build_program(workload, v);
+    if (!program.ok()) return program.error().at("--schedule " + v.label, 0, 0, "");
+    const ir::VerifyResult r = ir::verify(*program);
+    if (!r.ok) {
+      return make_error(v.label + ": program fails verification (" + ir::name(r.stage) +
+                        "): " + r.message);
+    }
+    programs.push_back(std::move(*program));
+  }
+  return programs;
 }
 
 std::string workload_title(const schedules::Workload& w) {
@@ -214,8 +232,9 @@ Expected<double> run_sweep(const schedules::WorkloadSpec& base, const std::vecto
                            const Shard& shard) {
   const auto start = std::chrono::steady_clock::now();
   // Every program is verified before it is simulated; points that share a program (the
-  // ProgramCache below hands out one program for equal generator inputs) verify it once, by
-  // content hash (common/ir/verify_cache.h). With several jobs the points keep the cores busy.
+  // ProgramCache below hands out one program object for equal generator inputs) verify it once,
+  // by the identity of that live object (common/ir/verify_cache.h). With several jobs the points
+  // keep the cores busy.
   sim::SimOptions options = base_options;
   if (!options.verified) options.verified = std::make_shared<ir::VerifiedPrograms>();
   if (jobs > 1) options.verify_threads = 1;

@@ -29,6 +29,13 @@ struct RunOutputs {
 /// variable TAWSIM_TEST_FAULT (tests only).
 sim::SimOptions default_sim_options();
 
+/// Generates and verifies the program of every variant, in order, for the commands that write
+/// programs (--emit-ir, --emit-chakra): nothing is returned unless all of them are valid, so
+/// nothing is written otherwise. Errors: `--schedule LABEL: ...` (generation) or `LABEL: program
+/// fails verification (STAGE): ...`.
+Expected<std::vector<ir::Program>> generate_verified(
+    const schedules::Workload& workload, const std::vector<schedules::ScheduleVariant>& variants);
+
 /// The header line stating the workload ("3x8-a100 (24 GPUs in 3 nodes) | llama-h4096-l48 | ...").
 std::string workload_title(const schedules::Workload& w);
 
