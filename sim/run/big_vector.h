@@ -1,31 +1,44 @@
 /// \file
-/// `BigVector<T>`: a std::vector whose large buffers ask the kernel for transparent huge pages.
+/// `BigVector<T>`: a std::vector whose large buffers ask the kernel for transparent huge pages
+/// and are reused by the next simulation in the process.
 ///
-/// Why: the executor keeps a few flat arrays per op (hundreds of MB at 1024 ranks). With 4 KiB
-/// pages every first touch is a page fault; on virtual machines a fault costs microseconds, and
-/// profiles of one paper-size iteration showed more time in faults than in the event loop. Linux
-/// backs 2 MiB-aligned regions advised with MADV_HUGEPAGE by huge pages (when THP is in `madvise`
-/// or `always` mode), cutting the faults 512-fold. Elsewhere, or for small buffers, this is the
-/// plain allocator.
+/// Why huge pages: the executor keeps a few flat arrays per op (hundreds of MB at 1024 ranks).
+/// With 4 KiB pages every first touch is a page fault; on virtual machines a fault costs
+/// microseconds, and profiles of one paper-size iteration showed more time in faults than in the
+/// event loop. Linux backs 2 MiB-aligned regions advised with MADV_HUGEPAGE by huge pages (when
+/// THP is in `madvise` or `always` mode), cutting the faults 512-fold.
+///
+/// Why reuse: a process often simulates many programs in a row (folding's probes, sweeps, plan,
+/// tests/bench). Large buffers taken from the malloc heap at 2 MiB alignment left holes of other
+/// sizes behind, so each simulation placed its tables a little further on: measured on the
+/// 24-GPU WeiPipe run repeated in one process, the resident set grew from 104 to 165 MiB and
+/// every repetition faulted and zeroed fresh huge pages (clear_page_erms ~10 ms of ~190 ms). The
+/// large buffers now come from their own mappings, and a freed one is kept (up to
+/// `kBigCacheBytes` in all) for the next request of the same size, whose pages are then warm.
+/// Elsewhere, or for small buffers, this is the plain allocator.
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <new>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 namespace tawpipe::sim {
 
-/// Allocator that aligns buffers of >= 4 MiB to 2 MiB and advises huge pages.
+/// Smallest buffer served by big_allocate (smaller ones use operator new).
+inline constexpr std::size_t kBigThreshold = std::size_t{4} << 20;
+/// Freed big buffers kept for reuse, in bytes at most (larger ones are unmapped at once).
+inline constexpr std::size_t kBigCacheBytes = std::size_t{256} << 20;
+
+/// A 2 MiB-aligned buffer of at least `bytes` (>= kBigThreshold) advised for huge pages: a
+/// cached one of the same rounded size when there is one. Throws std::bad_alloc.
+void* big_allocate(std::size_t bytes);
+/// Returns a buffer of big_allocate(`bytes`) to the cache (or to the system past its limit).
+void big_deallocate(void* p, std::size_t bytes) noexcept;
+
+/// Allocator of BigVector: big_allocate for buffers of >= kBigThreshold bytes.
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  static constexpr std::size_t kThreshold = std::size_t{4} << 20;
 
   HugePageAllocator() = default;
   template <class U>
@@ -33,20 +46,15 @@ struct HugePageAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kThreshold) return static_cast<T*>(::operator new(bytes));
-    const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = std::aligned_alloc(kHugePage, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, rounded, MADV_HUGEPAGE);  // advisory: failure only costs speed
-#endif
-    return static_cast<T*>(p);
+    if (bytes < kBigThreshold) return static_cast<T*>(::operator new(bytes));
+    return static_cast<T*>(big_allocate(bytes));
   }
   void deallocate(T* p, std::size_t n) {
-    if (n * sizeof(T) < kThreshold) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kBigThreshold) {
       ::operator delete(p);
     } else {
-      std::free(p);
+      big_deallocate(p, bytes);
     }
   }
   template <class U>
