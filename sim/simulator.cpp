@@ -146,9 +146,10 @@ void apply_fault(const std::string& fault, ir::Program& program) {
 }
 
 // Verifies `program` unless this shared object passed before (options.verified); `shared` is
-// null or holds `program`.
+// null or holds `program`. A replica-compact program is verified in its compact form; where
+// that cannot be done (ir::VerifyResult::whole_form_needed), `*whole_needed` is set instead.
 Status verify_program(const ir::Program& program, const std::shared_ptr<const ir::Program>& shared,
-                      const SimOptions& options) {
+                      const SimOptions& options, bool* whole_needed = nullptr) {
   const bool cached = shared && options.verified;
   if (cached && options.verified->contains(shared)) return Status::success();
   ir::VerifyOptions vo;
@@ -156,6 +157,10 @@ Status verify_program(const ir::Program& program, const std::shared_ptr<const ir
   vo.skip_dataflow = !options.verify_dataflow;
   vo.statistics = false;  // counts only, not a check: the report has its own
   const ir::VerifyResult r = ir::verify(program, vo);
+  if (r.whole_form_needed && whole_needed) {
+    *whole_needed = true;
+    return Status::success();
+  }
   if (!r.ok) return make_error(std::string(kInvalidPrefix) + ir::name(r.stage) + "): " + r.message);
   if (cached) options.verified->insert(shared);
   return Status::success();
@@ -236,14 +241,14 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
       whole = std::move(w);
     }
   }
-  // Verification first (SimOptions::verify): nothing below runs on a program that failed. The
-  // replica-compact form lacks the other replicas' ops, so its whole form is what is verified.
+  // Verification first (SimOptions::verify): nothing below runs on a program that failed. A
+  // replica-compact program is verified as such, or in its whole form where that is needed.
   if (options.verify) {
-    if (current->compact()) {
+    bool whole_needed = false;
+    TAWPIPE_TRY(verify_program(*current, faulty ? nullptr : given_shared, options, &whole_needed));
+    if (whole_needed) {
       TAWPIPE_TRY(get_whole());
       TAWPIPE_TRY(verify_program(*whole, whole, options));
-    } else {
-      TAWPIPE_TRY(verify_program(*current, faulty ? nullptr : given_shared, options));
     }
   }
   std::optional<ReplicaSymmetry> symmetry;

@@ -71,7 +71,8 @@ struct SimOptions {
   /// Verify the program (common/ir/verifier.h) before simulating it: design.md section 4, "the
   /// verifier proves a program well-formed before anything runs it". A program that fails is
   /// never simulated: run_simulation returns an error for which is_invalid_program() holds. A
-  /// replica-compact program is verified in its whole form (FullProgram). Every tawsim command
+  /// replica-compact program is verified in its compact form (ir::verify), in its whole form
+  /// (FullProgram) only where the compact form cannot be. Every tawsim command
   /// that simulates sets it (sim/cli/run.h default_sim_options, sim/collectives_table.cpp); off
   /// by default for library users: tests that simulate deliberately incomplete hand-made
   /// programs, and the simulate-only benchmarks (tests/bench/bench_simulator.cpp).

@@ -252,12 +252,14 @@ struct Program {
   std::vector<Communicator> communicators;
   std::vector<Cost> costs;
   std::vector<RankProgram> ranks;
-  /// 0: every rank is stored (every program that is written, read, verified or executed). R > 0:
+  /// 0: every rank is stored (every program that is written, read or executed). R > 0:
   /// a replica-compact program, the simulator's internal form at scale (ScheduleInput::
   /// replica_only, sim/symmetry/symmetry.h): only ranks [0, R) are stored, and every other
   /// rank's RankProgram is empty; by the generator's construction rank r >= R runs the image of
-  /// rank r mod R's program under the shift by whole replicas. Header, streams, costs and every
-  /// communicator (all replicas') are as in the full program; so are the stored ranks.
+  /// rank r mod R's program under the shift by whole replicas (peers and communicators shifted,
+  /// micro-batch ids renamed so that every replica has its own). Header, streams, costs and every
+  /// communicator (all replicas') are as in the full program; so are the stored ranks. verify()
+  /// checks it in this form (common/ir/verify_replicas.cpp).
   std::int32_t stored_ranks = 0;
 
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks.size()); }

@@ -37,14 +37,16 @@ namespace {
 
 // Counts and program-order peak memory, ranks in parallel (integer sums: the result does not
 // depend on the thread count). Precondition: the structure check passed.
-VerifyStats statistics(const Program& program, int threads) {
+// Compact form: replica 0's ranks are counted, and every replica has as many.
+VerifyStats statistics(const Program& program, const detail::Replicas& replicas, int threads) {
   const auto ranks = static_cast<std::size_t>(program.num_ranks());
-  const int workers = std::min(threads, program.num_ranks());
+  const Rank stored = replicas.stored_end(program);
+  const int workers = std::min(threads, stored);
   std::vector<VerifyStats> partial(static_cast<std::size_t>(workers));
   VerifyStats out;
   out.persistent_bytes.resize(ranks);
   out.peak_live_bytes.resize(ranks);
-  parallel_for(0, program.num_ranks(), workers, [&](std::int64_t r, int w) {
+  parallel_for(0, stored, workers, [&](std::int64_t r, int w) {
     VerifyStats& s = partial[static_cast<std::size_t>(w)];
     const RankProgram& rp = program.ranks[static_cast<std::size_t>(r)];
     std::uint64_t live = 0;
@@ -79,6 +81,20 @@ VerifyStats statistics(const Program& program, int threads) {
     }
     out.peak_live_bytes[static_cast<std::size_t>(r)] = Bytes(peak);
   });
+  for (std::size_t r = static_cast<std::size_t>(stored); r < ranks; ++r) {
+    out.persistent_bytes[r] = out.persistent_bytes[r % static_cast<std::size_t>(stored)];
+    out.peak_live_bytes[r] = out.peak_live_bytes[r % static_cast<std::size_t>(stored)];
+  }
+  const auto copies = static_cast<std::uint64_t>(replicas.count);
+  for (VerifyStats& s : partial) {
+    s.total_ops *= copies;
+    for (std::size_t i = 0; i < s.ops_by_kind.size(); ++i) {
+      s.ops_by_kind[i] *= copies;
+      s.bytes_by_kind[i] *= copies;
+    }
+    for (std::uint64_t& b : s.collective_bytes)
+      b *= copies;
+  }
   for (const VerifyStats& s : partial) {
     out.total_ops += s.total_ops;
     for (std::size_t k = 0; k < out.ops_by_kind.size(); ++k) {
@@ -124,7 +140,16 @@ VerifyResult verify(const Program& program, const VerifyOptions& options) {
   const int threads = resolve_threads(options.threads);
   if (detail::Check c = detail::check_structure(program, threads))
     return failed(std::move(result), VerifyStage::structure, std::move(*c));
-  if (options.statistics) result.stats = statistics(program, threads);
+  detail::Replicas replicas;
+  std::string why;
+  if (detail::Check c = detail::replica_form(program, &replicas, &result.whole_form_needed, &why))
+    return failed(std::move(result), VerifyStage::structure, std::move(*c));
+  if (result.whole_form_needed) {
+    result.ok = false;
+    result.message = "the compact form cannot be verified, its whole form must be: " + why;
+    return result;
+  }
+  if (options.statistics) result.stats = statistics(program, replicas, threads);
   const detail::OpNumbering numbering(program);
   // Matching and the dataflow's set-up are independent: with two or more threads they run
   // side by side. A matching failure is still reported first.
@@ -134,15 +159,16 @@ VerifyResult verify(const Program& program, const VerifyOptions& options) {
   detail::Check prepared;  // samples are checked first, but reported after a deadlock
   const auto set_up_dataflow = [&](int dataflow_threads) {
     if (options.skip_dataflow) return;
-    dataflow.emplace(program, dataflow_threads);
+    dataflow.emplace(program, replicas, dataflow_threads);
     prepared = dataflow->prepare();
   };
   if (threads > 1) {
-    std::thread matcher([&] { unmatched = detail::match(program, numbering, &matching); });
+    std::thread matcher(
+        [&] { unmatched = detail::match(program, replicas, numbering, &matching); });
     set_up_dataflow(threads - 1);
     matcher.join();
   } else {
-    unmatched = detail::match(program, numbering, &matching);
+    unmatched = detail::match(program, replicas, numbering, &matching);
     if (!unmatched) set_up_dataflow(1);
   }
   if (unmatched) return failed(std::move(result), VerifyStage::matching, std::move(*unmatched));

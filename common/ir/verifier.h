@@ -66,10 +66,17 @@ struct VerifyResult {
   OpIndex op = kNone;  ///< index of the offending op, or kNone
   /// Deadlocks: one line per blocked stream (its first unfinished op and what it waits for).
   std::vector<std::string> details;
+  /// A replica-compact program (Program::stored_ranks) whose compact form cannot be verified
+  /// (`message` says which premise of verify_replicas.cpp fails, e.g. a transfer between
+  /// replicas): `ok` is false although nothing was found wrong; verify the whole form instead.
+  bool whole_form_needed = false;
   VerifyStats stats;
 };
 
 /// Verifies `program`. Never crashes on malformed programs (any ids, offsets, enum values).
+/// A replica-compact program is verified in its compact form, never expanded: the verdict is
+/// the whole form's (proof in verify_replicas.cpp), and so are the statistics; where that
+/// cannot be established, VerifyResult::whole_form_needed.
 VerifyResult verify(const Program& program, const VerifyOptions& options = {});
 
 /// Name of a stage for messages ("structure", ...).

@@ -132,6 +132,8 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
                   ", which holds " + describe_tensor(into.ref));
     into.fingerprint += add.fingerprint;
     into.count += add.count;
+    into.replicated_fingerprint += add.replicated_fingerprint;
+    into.replicated_count += add.replicated_count;
     return std::nullopt;
   }
 
@@ -256,15 +258,22 @@ Check Dataflow::optimizer(Rank rank, OpIndex index) {
     return fail("optimizer reads " + describe_tensor(g.ref) + " from " + bname(grad) +
                 ", expected " + describe_tensor(grad_block));
   const std::uint64_t want_count = expected_count(begin, end);
+  // The whole form's contribution count; compact form: |A| + k |B| (verify_replicas.cpp (d)).
+  const std::uint64_t count =
+      g.count + static_cast<std::uint64_t>(replicas_.count) * g.replicated_count;
   const std::string what = describe_tensor(g.ref) + " in " + bname(grad);
-  if (g.count < want_count)
-    return fail("incomplete " + what + ": " + str(static_cast<std::int64_t>(g.count)) + " of " +
+  if (count < want_count)
+    return fail("incomplete " + what + ": " + str(static_cast<std::int64_t>(count)) + " of " +
                 str(static_cast<std::int64_t>(want_count)) + " contributions");
-  if (g.count > want_count)
+  if (count > want_count)
     return fail("duplicated contributions in " + what + ": " +
-                str(static_cast<std::int64_t>(g.count)) + " of " +
+                str(static_cast<std::int64_t>(count)) + " of " +
                 str(static_cast<std::int64_t>(want_count)) + " contributions");
-  if (g.fingerprint != expected_fingerprint(begin, end))
+  // Complete: the sum over every sample (whole form: A; compact form: A empty, B = S).
+  const bool complete = replicas_.compact() ? g.count == 0 && g.replicated_fingerprint ==
+                                                                  expected_fingerprint(begin, end)
+                                            : g.fingerprint == expected_fingerprint(begin, end);
+  if (!complete)
     return fail("wrong contributions in " + what + ": the right number (" +
                 str(static_cast<std::int64_t>(want_count)) +
                 ") but not the right ones (some counted twice, others missing)");

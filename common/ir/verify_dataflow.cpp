@@ -44,7 +44,8 @@ std::uint64_t contribution_key(std::int32_t sample, std::int32_t layer, std::uin
   return splitmix64(h ^ source);
 }
 
-Dataflow::Dataflow(const Program& program, int threads) : program_(program) {
+Dataflow::Dataflow(const Program& program, const Replicas& replicas, int threads)
+    : program_(program), replicas_(replicas) {
   buffers_.resize(program.ranks.size());
   parallel_for(0, program.num_ranks(), threads, [&](std::int64_t i, int) {
     const auto r = static_cast<std::size_t>(i);
@@ -100,7 +101,9 @@ std::uint64_t Dataflow::expected_fingerprint(std::int32_t begin, std::int32_t en
 }
 
 std::uint64_t Dataflow::expected_count(std::int32_t begin, std::int32_t end) const {
-  const auto n = static_cast<std::uint64_t>(samples_.size());
+  // Compact form: samples_ are replica 0's; every replica has as many.
+  const auto n =
+      static_cast<std::uint64_t>(samples_.size()) * static_cast<std::uint64_t>(replicas_.count);
   if (begin == kEmbeddingLayer) return 2 * n;
   return n * static_cast<std::uint64_t>(end - begin);
 }
@@ -230,6 +233,17 @@ Check Dataflow::collective(std::span<const std::pair<Rank, OpIndex>> ops) {
         }
         sum.fingerprint += c.fingerprint;
         sum.count += c.count;
+        sum.replicated_fingerprint += c.replicated_fingerprint;
+        sum.replicated_count += c.replicated_count;
+      }
+      if (replicas_.cross_replica(first.comm)) {
+        // verify_replicas.cpp (d): over every replica, the members' A + N B sum to
+        // N (sum A + k sum B); only all_reduce gets here (premise (b')).
+        const auto k = static_cast<std::uint64_t>(replicas_.count);
+        sum.replicated_fingerprint = sum.fingerprint + k * sum.replicated_fingerprint;
+        sum.replicated_count = sum.count + k * sum.replicated_count;
+        sum.fingerprint = 0;
+        sum.count = 0;
       }
       for (std::size_t k = 0; k < ops.size(); ++k) {
         if (kind == CollectiveKind::reduce && ops[k].first != root) continue;
@@ -261,7 +275,9 @@ Check Dataflow::collective(std::span<const std::pair<Rank, OpIndex>> ops) {
           return fail_member(k, "all_gather member " + str(static_cast<std::int64_t>(k)) +
                                     " contributes " + describe_tensor(c.ref) + ", expected " +
                                     describe_tensor(want));
-        if (c.fingerprint != c0.fingerprint || c.count != c0.count)
+        if (c.fingerprint != c0.fingerprint || c.count != c0.count ||
+            c.replicated_fingerprint != c0.replicated_fingerprint ||
+            c.replicated_count != c0.replicated_count)
           return fail_member(k, "all_gather of gradient pieces with different contributions");
       }
       for (std::size_t k = 0; k < ops.size(); ++k)

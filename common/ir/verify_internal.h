@@ -41,6 +41,29 @@ struct OpNumbering {
   std::pair<Rank, OpIndex> local(GlobalOp global_index) const;
 };
 
+/// The form being verified (verify_replicas.cpp): a whole program, or a replica-compact one
+/// (Program::stored_ranks) verified through its stored replica.
+struct Replicas {
+  std::int32_t stored = 0;  ///< R: ranks [0, R) are stored; 0: the whole form (every rank)
+  std::int32_t count = 1;   ///< k = N / R replicas (1 for the whole form)
+  /// Per communicator: 1 when the shift by R maps it onto itself (cross-replica).
+  std::vector<char> cross;
+  bool compact() const { return stored > 0; }
+  bool cross_replica(CommId c) const {
+    return compact() && cross[static_cast<std::size_t>(c)] != 0;
+  }
+  /// One past the last rank whose ops are stored (and checked).
+  Rank stored_end(const Program& program) const { return compact() ? stored : program.num_ranks(); }
+};
+
+/// How a compact program relates to its whole form: the whole form when the program is not
+/// compact; a failure when the compact storage itself is malformed (stored_ranks not dividing
+/// the rank count, ops stored beyond replica 0); `whole_form_needed` set, with the reason in
+/// `why`, when a premise of the compact verification does not hold (then only the whole form can
+/// be verified). Precondition: the structure check passed.
+Check replica_form(const Program& program, Replicas* replicas, bool* whole_form_needed,
+                   std::string* why);
+
 /// Result of the matching stage, used by the execution.
 struct Matching {
   /// Per global op: send/recv: global index of the partner; collective: instance id; else -1.
@@ -55,7 +78,10 @@ struct Matching {
 /// Checks ranks on up to `threads` threads; the result does not depend on the count.
 Check check_structure(const Program& program, int threads);
 /// Stage 2.
-Check match(const Program& program, const OpNumbering& numbering, Matching* matching);
+/// In compact form only the stored ranks take part: a cross-replica collective's instance lists
+/// its stored members only.
+Check match(const Program& program, const Replicas& replicas, const OpNumbering& numbering,
+            Matching* matching);
 
 class Dataflow;
 /// Stages 3 and 4: runs the logical execution; with `dataflow` non-null, evaluates contents in
@@ -66,7 +92,7 @@ Check execute(const Program& program, const OpNumbering& numbering, const Matchi
 /// Stage 4's state and rules (verify_dataflow.cpp).
 class Dataflow {
  public:
-  Dataflow(const Program& program, int threads);
+  Dataflow(const Program& program, const Replicas& replicas, int threads);
   /// Checks run before execution (duplicate samples).
   Check prepare();
   /// A local op (compute, copy, alloc, free) runs.
@@ -78,10 +104,16 @@ class Dataflow {
   /// Checks after a complete execution (every owned weight updated).
   Check finish();
 
+  /// A buffer's content. Gradients of a compact program: the content of the stored rank is
+  /// A + N B (verify_replicas.cpp) with A its own replica's contributions (`fingerprint`,
+  /// `count`) and B those summed over every replica (`replicated_*`); B is empty in the whole
+  /// form.
   struct Content {
     TensorRef ref;
-    std::uint64_t fingerprint = 0;  ///< gradients: sum of contribution keys (mod 2^64)
-    std::uint64_t count = 0;        ///< gradients: number of contributions
+    std::uint64_t fingerprint = 0;             ///< gradients: sum of contribution keys (mod 2^64)
+    std::uint64_t count = 0;                   ///< gradients: number of contributions
+    std::uint64_t replicated_fingerprint = 0;  ///< compact form: B's fingerprint
+    std::uint64_t replicated_count = 0;        ///< compact form: B's contributions
   };
   struct BufferState {
     Content content;
@@ -106,7 +138,10 @@ class Dataflow {
   std::uint64_t expected_fingerprint(std::int32_t begin, std::int32_t end) const;
   std::uint64_t expected_count(std::int32_t begin, std::int32_t end) const;
 
+  Check cross_replica_sum(std::span<const std::pair<Rank, OpIndex>> ops);
+
   const Program& program_;
+  const Replicas& replicas_;
   std::vector<std::vector<BufferState>> buffers_;
   std::vector<std::int32_t> samples_;
   std::vector<std::uint64_t> layer_prefix_;  ///< prefix sums of per-layer expected keys

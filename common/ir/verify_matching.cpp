@@ -42,7 +42,8 @@ std::string collective_difference(const Op& got, const Op& want) {
 
 }  // namespace
 
-Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
+Check match(const Program& p, const Replicas& replicas, const OpNumbering& numbering, Matching* m) {
+  const Rank stored = replicas.stored_end(p);
   reserve_prefaulted(m->link, static_cast<std::size_t>(numbering.total()));
   m->link.assign(static_cast<std::size_t>(numbering.total()), -1);
   std::unordered_map<std::uint64_t, Channel> channels;
@@ -53,11 +54,12 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
     const auto& members = p.communicators[c].members;
     colls[c].resize(members.size());
     for (std::size_t i = 0; i < members.size(); ++i)
-      positions[static_cast<std::size_t>(members[i])].emplace_back(static_cast<CommId>(c),
-                                                                   static_cast<std::int32_t>(i));
+      if (members[i] < stored)
+        positions[static_cast<std::size_t>(members[i])].emplace_back(static_cast<CommId>(c),
+                                                                     static_cast<std::int32_t>(i));
   }
   std::vector<std::int32_t> position(p.communicators.size(), -1);  // of the current rank
-  for (Rank r = 0; r < p.num_ranks(); ++r) {
+  for (Rank r = 0; r < stored; ++r) {
     const RankProgram& rp = p.ranks[static_cast<std::size_t>(r)];
     for (const auto& [c, i] : positions[static_cast<std::size_t>(r)])
       position[static_cast<std::size_t>(c)] = i;
@@ -142,9 +144,27 @@ Check match(const Program& p, const OpNumbering& numbering, Matching* m) {
     for (const auto& l : lists)
       collective_ops += l.size();
   reserve_prefaulted(m->instance_ops, collective_ops);
+  // The members that take part: all, or in compact form those in replica 0 (the others run
+  // their images' collectives, verify_replicas.cpp (b)).
+  std::vector<std::size_t> taking;
   for (std::size_t c = 0; c < p.communicators.size(); ++c) {
-    const auto& lists = colls[c];
-    const auto& members = p.communicators[c].members;
+    auto& all_lists = colls[c];
+    const auto& all_members = p.communicators[c].members;
+    taking.clear();
+    for (std::size_t mi = 0; mi < all_members.size(); ++mi)
+      if (all_members[mi] < stored) taking.push_back(mi);
+    if (taking.empty()) continue;  // a replica-local communicator of another replica
+    const bool every = taking.size() == all_members.size();
+    std::vector<std::vector<OpIndex>> some_lists;
+    std::vector<Rank> some_members;
+    if (!every) {
+      for (const std::size_t mi : taking) {
+        some_lists.push_back(std::move(all_lists[mi]));
+        some_members.push_back(all_members[mi]);
+      }
+    }
+    const auto& lists = every ? all_lists : some_lists;
+    const auto& members = every ? all_members : some_members;
     // The k-th collective of member mi.
     const auto coll = [&](std::size_t mi, std::size_t k) -> const Op& {
       return p.ranks[static_cast<std::size_t>(members[mi])]

@@ -3,7 +3,8 @@
 #include "sim/symmetry/symmetry.h"
 
 #include <algorithm>
-#include <map>
+
+#include "common/ir/replicas.h"
 
 namespace tawpipe::sim {
 
@@ -55,51 +56,7 @@ bool same_op(const ir::Op& a, const ir::Op& b, const ReplicaSymmetry& sym, std::
 
 /// The communicator map c -> s(c) for period R, or false with `why`.
 bool map_communicators(const ir::Program& program, ReplicaSymmetry& sym, std::string& why) {
-  const std::int32_t n = program.num_ranks();
-  const std::int32_t R = sym.replica_ranks;
-  // The i-th communicator with a member list maps to the i-th with the shifted list.
-  std::map<std::vector<ir::Rank>, std::vector<ir::CommId>> by_members;
-  for (std::size_t c = 0; c < program.communicators.size(); ++c)
-    by_members[program.communicators[c].members].push_back(static_cast<ir::CommId>(c));
-  std::map<std::vector<ir::Rank>, std::size_t> used;
-  sym.comm_image.assign(program.communicators.size(), ir::kNone);
-  for (std::size_t c = 0; c < program.communicators.size(); ++c) {
-    const auto& members = program.communicators[c].members;
-    if (members.empty()) {
-      sym.comm_image[c] = static_cast<ir::CommId>(c);
-      continue;
-    }
-    std::vector<ir::Rank> shifted(members.size());
-    bool local = true;
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      if (members[i] < 0 || members[i] >= n) {
-        why = "communicator member out of range";
-        return false;
-      }
-      shifted[i] = (members[i] + R) % n;
-      local = local && members[i] / R == members[0] / R;
-    }
-    if (local) {
-      const auto it = by_members.find(shifted);
-      std::size_t& k = used[shifted];
-      if (it == by_members.end() || k >= it->second.size()) {
-        why =
-            "communicator '" + program.communicators[c].name + "' has no image in the next replica";
-        return false;
-      }
-      sym.comm_image[c] = it->second[k++];
-      continue;
-    }
-    std::vector<ir::Rank> a = members, b = shifted;
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    if (a != b) {
-      why = "communicator '" + program.communicators[c].name + "' spans only some replicas";
-      return false;
-    }
-    sym.comm_image[c] = static_cast<ir::CommId>(c);
-  }
-  return true;
+  return ir::map_replica_communicators(program, sym.replica_ranks, sym.comm_image, why);
 }
 
 bool check_period(const ir::Program& program, const topo::Topology& topology, ReplicaSymmetry& sym,

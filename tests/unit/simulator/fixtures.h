@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,23 @@ inline ir::Cost gemm_cost(double flops) {
 /// Picoseconds of `seconds`, rounded up as the models do.
 inline std::int64_t ceil_ps(double seconds) {
   return static_cast<std::int64_t>(std::ceil(seconds * 1e12));
+}
+
+/// One generated configuration of the replica tests: a method with options on a shipped
+/// topology with `dp` replicas.
+struct ReplicaCase {
+  std::string topology;
+  std::string method;  ///< registry name
+  std::map<std::string, std::string> options;
+  int dp;
+};
+
+/// `method[key=value] on topology, dp N`, for messages.
+inline std::string name(const ReplicaCase& c) {
+  std::string s = c.method;
+  for (const auto& [k, v] : c.options)
+    s += "[" + k + "=" + v + "]";
+  return s + " on " + c.topology + ", dp " + std::to_string(c.dp);
 }
 
 }  // namespace tawpipe::sim::testing

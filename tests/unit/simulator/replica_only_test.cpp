@@ -23,19 +23,8 @@
 namespace tawpipe::sim {
 namespace {
 
-struct Case {
-  std::string topology;
-  std::string method;  ///< registry name
-  std::map<std::string, std::string> options;
-  int dp;
-};
-
-std::string name(const Case& c) {
-  std::string s = c.method;
-  for (const auto& [k, v] : c.options)
-    s += "[" + k + "=" + v + "]";
-  return s + " on " + c.topology + ", dp " + std::to_string(c.dp);
-}
+using Case = testing::ReplicaCase;
+using testing::name;
 
 std::string report_json(const report::Report& r) {
   std::ostringstream os;
@@ -81,7 +70,10 @@ int check(const Case& c) {
       EXPECT_TRUE(p.ranks[i] == ir::RankProgram{}) << name(c) << ": rank " << r << " stored";
     }
   }
-  EXPECT_EQ(ir::verify(p).ok, c.dp == 1) << name(c) << ": only full programs verify";
+  // Compact programs verify in their compact form (common/ir/verify_replicas.cpp).
+  const ir::VerifyResult verdict = ir::verify(p);
+  EXPECT_TRUE(verdict.ok) << name(c) << ": " << verdict.message;
+  EXPECT_FALSE(verdict.whole_form_needed) << name(c);
   std::string why;
   const auto sym = find_replica_symmetry(f, w.topology, why);
   if (c.dp > 1) {
