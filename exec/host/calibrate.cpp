@@ -55,7 +55,8 @@ double time_per_call(const std::function<void()>& f, double budget) {
 /// What a sleeping thread's wake-ups cost the compute thread of its core (common/host_wait.h):
 /// a GEMM loop of about `budget` seconds runs on a thread set up as the backend's compute
 /// threads are, alone and then beside a thread that sleeps `sleep_ns` in a loop as a waiting
-/// communication thread does (short slice, 1 us timer slack). Medians of 3 trials each.
+/// communication thread does (short slice, SCHED_FIFO, 1 us timer slack). Medians of 3 trials
+/// each.
 struct WakeFigures {
   double cost = 0.0;     ///< seconds of compute progress lost per wake-up
   double latency = 0.0;  ///< seconds a sleep ends later than requested
@@ -102,6 +103,7 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     std::thread sleeper([&] {
       prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
       request_comm_slice(true);
+      const FifoWhileWaiting fifo;  // as a waiting thread of the backend (wait_all)
       const auto t0 = Clock::now();
       const double c0 = thread_cpu_seconds();
       long k = 0;

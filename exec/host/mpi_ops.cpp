@@ -110,16 +110,18 @@ bool nonblocking_alone(ir::CollectiveKind kind) {
 
 namespace {
 
+/// struct sched_attr of sched_setattr(2); glibc has no wrapper.
+struct SchedAttr {
+  std::uint32_t size = 0, policy = 0;
+  std::uint64_t flags = 0;
+  std::int32_t nice = 0;
+  std::uint32_t priority = 0;
+  std::uint64_t runtime = 0, deadline = 0, period = 0;
+};
+
 /// sched_setattr(2) with sched_runtime = `slice_ns` (0: the default slice) for this thread.
 bool request_slice(std::uint64_t slice_ns) {
-  // struct sched_attr of sched_setattr(2); glibc has no wrapper.
-  struct {
-    std::uint32_t size = 0, policy = 0;
-    std::uint64_t flags = 0;
-    std::int32_t nice = 0;
-    std::uint32_t priority = 0;
-    std::uint64_t runtime = 0, deadline = 0, period = 0;
-  } attr;
+  SchedAttr attr;
   attr.size = sizeof attr;
   attr.policy = SCHED_OTHER;
   attr.nice = getpriority(PRIO_PROCESS, 0);  // keep the thread's nice value
@@ -135,6 +137,24 @@ bool request_comm_slice(bool on) {
 
 bool request_compute_slice() {
   return request_slice(kComputeSliceNs);
+}
+
+FifoWhileWaiting::FifoWhileWaiting() {
+  static_assert(sizeof(SchedAttr) == sizeof prev_);
+  SchedAttr prev;
+  prev.size = sizeof prev;
+  if (syscall(SYS_sched_getattr, 0, &prev, sizeof prev, 0U) != 0) return;
+  if (prev.policy == SCHED_FIFO) return;  // a nested wait: already real-time
+  std::memcpy(prev_, &prev, sizeof prev);
+  SchedAttr fifo;
+  fifo.size = sizeof fifo;
+  fifo.policy = SCHED_FIFO;
+  fifo.priority = 1;
+  active_ = syscall(SYS_sched_setattr, 0, &fifo, 0U) == 0;
+}
+
+FifoWhileWaiting::~FifoWhileWaiting() {
+  if (active_) syscall(SYS_sched_setattr, 0, prev_, 0U);
 }
 
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
@@ -175,6 +195,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     slot[i] = i;
   }
   std::vector<int> indices(ops.size());
+  const FifoWhileWaiting fifo;
   g_waiters.fetch_add(1);
   struct Leave {
     ~Leave() { g_waiters.fetch_sub(1); }

@@ -130,7 +130,9 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
 }
 
 double CoreSharing::share(const Job& j) const {
-  // Per core: the shared jobs, plus one for the holder's compute ops (which split its part).
+  // Per core: the shared (communication) jobs split the core among themselves and stop the
+  // holder's compute ops (real-time threads, see the header); without them the holder's compute
+  // ops split it.
   std::size_t most = 1;
   for (int c : j.cores) {
     const auto u = static_cast<std::size_t>(c);
@@ -141,8 +143,12 @@ double CoreSharing::share(const Job& j) const {
       shared += o == 0;
       held += o != 0 && o == holder;
     }
-    if (j.owner != 0 && j.owner != holder) return 0.0;  // waits for its turn
-    most = std::max(most, (shared + (held > 0 ? 1 : 0)) * (j.owner != 0 ? held : 1));
+    if (j.owner == 0) {
+      most = std::max(most, shared);
+      continue;
+    }
+    if (j.owner != holder || shared > 0) return 0.0;  // waits for its turn, or is preempted
+    most = std::max(most, held);
   }
   return 1.0 / static_cast<double>(most);
 }

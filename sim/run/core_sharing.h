@@ -21,9 +21,10 @@
 /// keeps it for its slice (through consecutive ops of its thread: an op boundary is not a
 /// switch), the others wait at rate 0, and the core passes on at the slice's end (round robin) or
 /// when the holder has no compute op left (it waits for a transfer). Copies and wake-ups (start,
-/// add_background; short-slice threads that preempt) share the core with the holder by
-/// processor sharing: while n_c of them run, the holder and each of them progress at
-/// 1 / (n_c + 1). With a zero slice every job is shared as above (pure processor sharing).
+/// add_background) are the work of communication threads, which wait for MPI under SCHED_FIFO
+/// (exec/host/mpi_ops.cpp FifoWhileWaiting): they preempt the holder, so while n_c >= 1 of them
+/// run on a core each progresses at 1 / n_c and the holder's compute ops stop. With a zero slice
+/// every job is shared as above (pure processor sharing).
 ///
 /// The shares ignore what a core's other threads do while they sleep (MPI waits yield the core,
 /// exec/host/mpi_ops.h) and the memory bandwidth two cores share; calibration on the same layout

@@ -210,19 +210,24 @@ TEST(CoreSharing, AnOpBoundaryIsNotASwitch) {
   EXPECT_EQ(h.done[2], ms(15));
 }
 
-TEST(CoreSharing, CopiesShareWithTheHolderOnly) {
-  // A copy (2 ms, start) beside thread 1 holding the core (10 ms) and thread 2 waiting (10 ms):
-  // the copy and the holder progress at 1/2 each (thread 2 takes no share): copy done at 4,
-  // thread 1 has 8 ms left then, done at 12; thread 2 runs 12..22.
+TEST(CoreSharing, CopiesPreemptTheHolder) {
+  // A copy (2 ms, start: a communication thread's work, real-time in the backend) beside thread 1
+  // holding the core (10 ms) and thread 2 waiting (10 ms): the copy runs alone 0..2 while thread
+  // 1 is stopped (under processor sharing it would have ended at 4), thread 1 then runs 2..12,
+  // thread 2 12..22. Two copies at once split the core between them.
   SlicedHarness h;
   const int c0 = 0;
   h.cores.start_sliced(0, ms(10), 1, 1);
   h.cores.start_sliced(0, ms(10), 2, 2);
   h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(2), 3);
+  h.cores.start(std::span<const int>(&c0, 1), ms(23), ms(1), 4);
+  h.cores.start(std::span<const int>(&c0, 1), ms(23), ms(1), 5);
   h.engine.run();
-  EXPECT_EQ(h.done[3], ms(4));
+  EXPECT_EQ(h.done[3], ms(2));
   EXPECT_EQ(h.done[1], ms(12));
   EXPECT_EQ(h.done[2], ms(22));
+  EXPECT_EQ(h.done[4], ms(25));
+  EXPECT_EQ(h.done[5], ms(25));
 }
 
 }  // namespace
