@@ -105,7 +105,7 @@ Status run_collective(const CollectiveArgs& a) {
 }
 
 bool nonblocking_alone(ir::CollectiveKind kind) {
-  return kind == ir::CollectiveKind::all_gather || kind == ir::CollectiveKind::broadcast;
+  return kind == ir::CollectiveKind::broadcast;
 }
 
 namespace {
@@ -172,8 +172,6 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
 
 namespace {
 thread_local std::uint64_t t_wait_sleeps = 0;
-/// Threads of this process inside wait_all.
-std::atomic<int> g_waiters{0};
 std::atomic<std::uint64_t> g_timer_sleeps{0}, g_doorbell_sleeps{0};
 }  // namespace
 
@@ -196,10 +194,6 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
   }
   std::vector<int> indices(ops.size());
   const FifoWhileWaiting fifo;
-  g_waiters.fetch_add(1);
-  struct Leave {
-    ~Leave() { g_waiters.fetch_sub(1); }
-  } leave;
   // Pending ops without a doorbell (libnbc collectives, peers of other hosts): timer schedule.
   std::size_t unrung = 0;
   for (const PostedOp& op : ops)
@@ -242,10 +236,15 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
     if (polls < kSpinPolls) {
       ++polls;  // test again at once: a message about to land costs no sleep
-    } else if (unrung == 0 && g_waiters.load() == 1) {
-      // The only waiting thread of the process: its ops complete in its own tests, after a
-      // peer rang. With another thread waiting, that thread's test may complete this one's
-      // receive (MPI progress is per process) and nobody rings: the timer schedule below.
+    } else if (unrung == 0) {
+      // Every pending op is announced by a peer's bell. A ring wakes every sleeping thread of
+      // the process (FUTEX_WAKE of all), and each tests: MPI progress is per process, so
+      // another thread's test may complete this thread's receive, but it does so in a test
+      // that follows a ring this thread also woke for, and under SCHED_FIFO on one core the
+      // threads woken by one ring test one after another. What no bell announces is left to the
+      // timeout (host_wait::doorbell_timeout_ns). Until this change a second waiting thread
+      // sent both to the timer schedule, so FSDP (all-gather and reduce-scatter threads
+      // waiting at once) made 1700-2100 timer wake-ups per step on its leading rank.
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();
@@ -299,6 +298,7 @@ bool direct_alone(const CollectiveArgs& a) {
   switch (a.kind) {
     case ir::CollectiveKind::reduce:
       return a.size > 1;
+    case ir::CollectiveKind::all_gather:
     case ir::CollectiveKind::reduce_scatter:
     case ir::CollectiveKind::all_reduce:
       return a.size > 1 && floats % static_cast<std::uint64_t>(a.size) == 0;
@@ -308,7 +308,13 @@ bool direct_alone(const CollectiveArgs& a) {
 }
 
 Status run_alone(const CollectiveArgs& a) {
-  return direct_alone(a) ? run_direct(a) : run_collective(a);
+  if (direct_alone(a)) return run_direct(a);
+  if (a.kind == ir::CollectiveKind::all_gather) {  // uneven: libnbc, waited for by sleeping
+    std::vector<PostedOp> ops(1);
+    TAWPIPE_TRY(post_collective(a, ops[0]));
+    return wait_every(ops);
+  }
+  return run_collective(a);
 }
 
 Status run_direct(const CollectiveArgs& a) {
@@ -317,6 +323,18 @@ Status run_direct(const CollectiveArgs& a) {
   const auto me = static_cast<std::size_t>(a.me);
   std::vector<PostedOp> ops;
   ops.reserve(2 * p);
+  if (a.kind == ir::CollectiveKind::all_gather) {
+    // Every member sends its piece to every other and receives theirs into place.
+    const std::size_t piece = n / p;
+    float* own = a.recv + me * piece;
+    if (a.send != a.recv) std::copy_n(a.send, piece, own);
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r == me) continue;
+      TAWPIPE_TRY(post_floats(false, a.recv + r * piece, piece, static_cast<int>(r), a.comm, ops));
+      TAWPIPE_TRY(post_floats(true, own, piece, static_cast<int>(r), a.comm, ops));
+    }
+    return wait_every(ops);
+  }
   if (a.kind == ir::CollectiveKind::reduce) {
     // Every member sends its buffer to the root, which sums them in member order.
     const bool root = a.me == a.root;

@@ -145,20 +145,22 @@ Status post_collective(const CollectiveArgs& args, PostedOp& out);
 Status run_collective(const CollectiveArgs& args);
 
 /// Whether a collective alone in its batch is posted non-blocking and waited for by sleeping
-/// (all-gather, broadcast: libnbc runs them in few rounds of whole pieces) rather than run by
-/// run_alone (reduce, reduce-scatter, all-reduce: libnbc pipelines them in many segment rounds,
-/// one per test). Measured by `tawexec calibrate` on 2x2-cpu, 2 ranks, 16 MiB: reduce 660 ms
-/// non-blocking vs 6.5 ms blocking, reduce-scatter 110 vs 9.3 ms; all-gather 5.6 vs 6.7 ms.
-/// A batch of several collectives (an IR group) is always posted non-blocking.
+/// (broadcast: libnbc runs it in few rounds of whole pieces) rather than run by run_alone
+/// (reduce, reduce-scatter, all-reduce: libnbc pipelines them in many segment rounds, one per
+/// test; all-gather: run_direct, one round of messages whose peers ring the doorbell). Measured
+/// by `tawexec calibrate` on 2x2-cpu, 2 ranks, 16 MiB: reduce 660 ms non-blocking vs 6.5 ms
+/// blocking, reduce-scatter 110 vs 9.3 ms; all-gather 5.6 vs 6.7 ms. A batch of several
+/// collectives (an IR group) is always posted non-blocking.
 bool nonblocking_alone(ir::CollectiveKind kind);
 
-/// True when run_direct implements `args`: reduce, and reduce-scatter / all-reduce whose float
-/// count splits evenly over the members.
+/// True when run_direct implements `args`: reduce, and all-gather / reduce-scatter / all-reduce
+/// whose float count splits evenly over the members.
 bool direct_alone(const CollectiveArgs& args);
 
-/// Reduce, reduce-scatter and all-reduce in one round of point-to-point messages (all-reduce:
-/// two), each waited for by wait_all (sleeping, no yields), then summed on this thread: the
-/// root receives every member's buffer (reduce); member j receives piece j of every buffer
+/// Reduce, all-gather, reduce-scatter and all-reduce in one round of point-to-point messages
+/// (all-reduce: two), each waited for by wait_all (sleeping on the doorbell, no yields), then
+/// summed on this thread: the root receives every member's buffer (reduce); every member sends
+/// its piece to every other (all-gather); member j receives piece j of every buffer
 /// (reduce-scatter), then sends its summed piece to every member (all-reduce). Few members share
 /// a host here (2-4), so one round of P-1 messages beats MPI's blocking collectives, whose
 /// yielding polls wait a scheduler slice per round beside a compute thread (above). Same
@@ -166,7 +168,7 @@ bool direct_alone(const CollectiveArgs& args);
 Status run_direct(const CollectiveArgs& args);
 
 /// A collective alone in its batch on a communication thread: run_direct when it applies, else
-/// run_collective.
+/// (an uneven all-gather) post_collective and wait_all, else run_collective.
 Status run_alone(const CollectiveArgs& args);
 
 /// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`,

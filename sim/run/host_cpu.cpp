@@ -106,9 +106,9 @@ void Executor::charge_wakeups(std::size_t g) {
 
 bool Executor::rings_doorbell(std::size_t unit) const {
   // exec/host wait_all sleeps on the doorbell while every pending op is point-to-point: sends and
-  // receives, and a lone reduce, reduce-scatter or all-reduce that splits evenly over its
-  // members (run_direct, exec/host/mpi_ops.h); libnbc's collectives (a lone all-gather or
-  // broadcast, every collective of a group) wait on timers.
+  // receives, and a lone reduce, all-gather, reduce-scatter or all-reduce that splits evenly
+  // over its members (run_direct, exec/host/mpi_ops.h); libnbc's collectives (a lone broadcast
+  // or uneven all-gather, every collective of a group) wait on timers.
   const std::uint32_t first = units_[unit].first_op, end = units_[unit + 1].first_op;
   for (std::uint32_t i = first; i < end; ++i) {
     const std::size_t g = unit_ops_[i];
@@ -120,6 +120,7 @@ bool Executor::rings_doorbell(std::size_t unit) const {
     switch (op.collective) {
       case ir::CollectiveKind::reduce:
         return members > 1;
+      case ir::CollectiveKind::all_gather:
       case ir::CollectiveKind::reduce_scatter:
       case ir::CollectiveKind::all_reduce:
         return members > 1 && (op.bytes / 4) % members == 0;
