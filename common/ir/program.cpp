@@ -4,19 +4,6 @@
 
 namespace tawpipe::ir {
 
-std::span<const OpIndex> deps(const RankProgram& rank, const Op& op) {
-  return std::span<const OpIndex>(rank.dep_pool).subspan(op.deps_offset, op.deps_count);
-}
-
-std::span<const BufferId> reads(const RankProgram& rank, const Op& op) {
-  return std::span<const BufferId>(rank.buffer_pool).subspan(op.buffers_offset, op.reads_count);
-}
-
-std::span<const BufferId> writes(const RankProgram& rank, const Op& op) {
-  return std::span<const BufferId>(rank.buffer_pool)
-      .subspan(op.buffers_offset + op.reads_count, op.writes_count);
-}
-
 namespace {
 
 // One name per enumerator, indexed by the enumerator's value. The names are the enumerators'

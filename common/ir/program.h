@@ -273,10 +273,17 @@ struct Program {
   friend bool operator==(const Program&, const Program&) = default;
 };
 
-/// Helpers to read an op's lists.
-std::span<const OpIndex> deps(const RankProgram& rank, const Op& op);
-std::span<const BufferId> reads(const RankProgram& rank, const Op& op);
-std::span<const BufferId> writes(const RankProgram& rank, const Op& op);
+/// Helpers to read an op's lists (inline: the verifier and the simulator call them per op).
+inline std::span<const OpIndex> deps(const RankProgram& rank, const Op& op) {
+  return std::span<const OpIndex>(rank.dep_pool).subspan(op.deps_offset, op.deps_count);
+}
+inline std::span<const BufferId> reads(const RankProgram& rank, const Op& op) {
+  return std::span<const BufferId>(rank.buffer_pool).subspan(op.buffers_offset, op.reads_count);
+}
+inline std::span<const BufferId> writes(const RankProgram& rank, const Op& op) {
+  return std::span<const BufferId>(rank.buffer_pool)
+      .subspan(op.buffers_offset + op.reads_count, op.writes_count);
+}
 
 // Names for text forms (canonical dump, JSON, traces). Each *_from_name returns false on unknown.
 const char* name(OpKind);

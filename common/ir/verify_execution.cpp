@@ -100,6 +100,17 @@ class Execution {
   State& state(GlobalOp g) { return state_[static_cast<std::size_t>(g)]; }
   State& state(Rank r, OpIndex i) { return state(n_.global(r, i)); }
 
+  // Sets the state of the head group's ops. Most groups are one op: a plain store (the
+  // compiler turns the loop into a call to memset, which costs more than the whole step).
+  void mark(Rank r, const Head& h, State to) {
+    if (h.end - h.cursor == 1) {
+      state(r, h.cursor) = to;
+      return;
+    }
+    for (OpIndex k = h.cursor; k < h.end; ++k)
+      state(r, k) = to;
+  }
+
   // Makes the group starting at the stream's cursor its head and starts its dependency scan.
   void activate(Rank r, StreamId s) {
     Head& h = head(r, s);
@@ -111,8 +122,7 @@ class Execution {
       ++end;
     h.end = static_cast<OpIndex>(end);
     h.remaining = h.end - h.cursor;
-    for (OpIndex k = h.cursor; k < h.end; ++k)
-      state(r, k) = kAtHead;
+    mark(r, h, kAtHead);
     h.scan_op = h.cursor;
     h.scan_dep = 0;
     resume(r, s);
@@ -140,8 +150,7 @@ class Execution {
 
   void post(Rank r, StreamId s) {
     Head& h = head(r, s);
-    for (OpIndex k = h.cursor; k < h.end; ++k)
-      state(r, k) = kPosted;
+    mark(r, h, kPosted);
     for (OpIndex k = h.cursor; k < h.end; ++k)
       try_complete(r, k);
   }
