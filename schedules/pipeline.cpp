@@ -142,11 +142,21 @@ Status check_pipeline_split(const Context& ctx, std::int32_t chunks) {
   const std::int32_t P = ctx.replica_ranks;
   const std::int64_t L = ctx.layers;
   const auto fits = [&](std::int64_t p) { return p * chunks <= L && L % (p * chunks) == 0; };
-  if (fits(P)) return Status::success();
+  // Interleaved chunks hand activations from stage to stage; with one stage per pipeline the
+  // hand-off would be a send to the rank itself (the verifier rejects the program).
+  const auto staged = [&](std::int64_t p) { return chunks == 1 || p >= 2; };
   std::vector<std::int64_t> ok_dp;
   for (std::int64_t d : divisors(ctx.world)) {
-    if (fits(ctx.world / d)) ok_dp.push_back(d);
+    if (fits(ctx.world / d) && staged(ctx.world / d)) ok_dp.push_back(d);
   }
+  if (!staged(P)) {
+    return make_error(
+        ctx.method + ": " + std::to_string(chunks) +
+        " interleaved chunks need at least 2 pipeline stages, dp " + std::to_string(ctx.dp) +
+        " leaves 1 (ranks/dp = " + std::to_string(ctx.world) + "/" + std::to_string(ctx.dp) +
+        "); use dp in {" + join_numbers(ok_dp) + "} or one chunk");
+  }
+  if (fits(P)) return Status::success();
   const std::string what =
       chunks == 1 ? std::to_string(P) + " pipeline stages"
                   : std::to_string(P) + " pipeline stages x " + std::to_string(chunks) + " chunks";
