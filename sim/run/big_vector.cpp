@@ -11,6 +11,17 @@
 #include <sys/mman.h>
 #endif
 
+// Under AddressSanitizer the buffers come from the checked heap and are freed at once, uncached:
+// mmap'd or cached memory is not tracked, so reads past a table's end or after its free would
+// go unnoticed.
+#if defined(__SANITIZE_ADDRESS__)
+#define TAWPIPE_BIG_FROM_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAWPIPE_BIG_FROM_HEAP 1
+#endif
+#endif
+
 namespace tawpipe::sim {
 
 namespace {
@@ -41,7 +52,7 @@ Cache& cache() {
   return *c;
 }
 
-#if defined(__linux__)
+#if defined(__linux__) && !defined(TAWPIPE_BIG_FROM_HEAP)
 void* map_block(std::size_t size) {
   // Over-map by a huge page and trim both ends so that the block starts on a 2 MiB boundary.
   const std::size_t span = size + kHugePage;
@@ -76,6 +87,9 @@ void unmap_block(void* p, std::size_t) {
 
 void* big_allocate(std::size_t bytes) {
   const std::size_t size = rounded(bytes);
+#if defined(TAWPIPE_BIG_FROM_HEAP)
+  return map_block(size);
+#endif
   Cache& c = cache();
   {
     const std::lock_guard<std::mutex> hold(c.lock);
@@ -92,6 +106,10 @@ void* big_allocate(std::size_t bytes) {
 
 void big_deallocate(void* p, std::size_t bytes) noexcept {
   const std::size_t size = rounded(bytes);
+#if defined(TAWPIPE_BIG_FROM_HEAP)
+  unmap_block(p, size);
+  return;
+#endif
   Cache& c = cache();
   const std::lock_guard<std::mutex> hold(c.lock);
   // Kept unless too large or the list is full (it never grows here: no allocation, noexcept).
