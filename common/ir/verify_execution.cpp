@@ -14,7 +14,6 @@
 // Ops left unfinished at the end form a deadlock; following "waits for" edges from the first one
 // finds the cycle that the error reports.
 #include <algorithm>
-#include <deque>
 #include <span>
 #include <unordered_map>
 
@@ -39,6 +38,7 @@ class Execution {
     heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
     reserve_prefaulted(waiters_, static_cast<std::size_t>(n.total()));
     waiters_.assign(static_cast<std::size_t>(n.total()), kNone);
+    queue_.reserve(static_cast<std::size_t>(n.total()));
     // Per op, the next op of the same stream (one backward pass per rank; streams are few).
     reserve_prefaulted(next_same_, static_cast<std::size_t>(n.total()));
     next_same_.resize(static_cast<std::size_t>(n.total()));
@@ -64,9 +64,9 @@ class Execution {
     for (Rank r = 0; r < p_.num_ranks(); ++r)
       for (std::size_t s = 0; s < p_.streams.size(); ++s)
         activate(r, static_cast<StreamId>(s));
-    while (!queue_.empty()) {
-      const auto [r, i] = queue_.front();
-      queue_.pop_front();
+    // FIFO: every op is queued once, so a vector read front to back is the queue.
+    for (std::size_t next = 0; next < queue_.size(); ++next) {
+      const auto [r, i] = queue_[next];
       propagate(r, i);
     }
     for (std::size_t g = 0; g < state_.size(); ++g) {
@@ -321,8 +321,9 @@ class Execution {
   /// Per global op: the first head (index into heads_) waiting for it, chained through
   /// Head::next_waiter; kNone when none waits.
   std::vector<std::int32_t> waiters_;
-  std::vector<std::int32_t> woken_;             ///< scratch of propagate()
-  std::deque<std::pair<Rank, OpIndex>> queue_;  ///< completed, not yet propagated
+  std::vector<std::int32_t> woken_;  ///< scratch of propagate()
+  /// Completed ops in completion order (run() propagates them front to back).
+  std::vector<std::pair<Rank, OpIndex>> queue_;
   std::vector<OpIndex> next_same_;  ///< per global op: next op of its rank and stream, or size
   Check first_dataflow_failure_;
 };
