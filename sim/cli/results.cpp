@@ -211,7 +211,14 @@ void write_table(std::ostream& out, const std::string& title,
   }
   const int best = fastest_feasible(results);
   if (best < 0) {
-    out << "\nno method fits in device memory with this configuration\n";
+    // Either every simulated method is out of memory, or none could be simulated at all (each
+    // row then carries its generation or verification error): say which.
+    bool any_simulated = false;
+    for (const auto& m : results)
+      any_simulated = any_simulated || m.report.has_value();
+    out << (any_simulated
+                ? "\nno method fits in device memory with this configuration\n"
+                : "\nno method could be generated for this configuration (errors above)\n");
     write_fold_note(out, results);
     return;
   }
