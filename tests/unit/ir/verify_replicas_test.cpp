@@ -66,12 +66,7 @@ TEST(VerifyReplicas, CompactAndWholeFormsAgreeOnGeneratedPrograms) {
   int checked = 0, valid = 0;
   for (const char* topology : {"4x8-h100-ndr", "3x8-a100", "2x4-pcie-ib"}) {
     for (const int dp : {2, 4, 8}) {
-      std::vector<Case> cases;
-      for (const char* method : {"tawpipe", "weipipe", "fsdp", "1f1b", "zb1", "zb2"})
-        cases.push_back({topology, method, {}, dp});
-      cases.push_back({topology, "1f1b", {{"virtual", "2"}}, dp});
-      cases.push_back({topology, "tawpipe", {{"groups", "3"}}, dp});
-      for (const Case& c : cases) {
+      for (const Case& c : sim::testing::replica_cases(topology, dp)) {
         std::shared_ptr<const Program> compact, whole;
         if (!programs(c, &compact, &whole)) continue;
         ASSERT_TRUE(compact->compact()) << name(c);

@@ -72,6 +72,17 @@ struct ReplicaCase {
   int dp;
 };
 
+/// The method matrix of the replica tests on one topology and `dp`: every method with its
+/// defaults, interleaved 1F1B and TawPipe with three groups.
+inline std::vector<ReplicaCase> replica_cases(const std::string& topology, int dp) {
+  std::vector<ReplicaCase> cases;
+  for (const char* method : {"tawpipe", "weipipe", "fsdp", "1f1b", "zb1", "zb2"})
+    cases.push_back({topology, method, {}, dp});
+  cases.push_back({topology, "1f1b", {{"virtual", "2"}}, dp});
+  cases.push_back({topology, "tawpipe", {{"groups", "3"}}, dp});
+  return cases;
+}
+
 /// `method[key=value] on topology, dp N`, for messages.
 inline std::string name(const ReplicaCase& c) {
   std::string s = c.method;

@@ -116,12 +116,7 @@ TEST(ReplicaOnly, CompactProgramIsTheFullProgramsReplicaZero) {
   int checked = 0, collapsed = 0;
   for (const char* topology : {"4x8-h100-ndr", "3x8-a100"}) {
     for (const int dp : {1, 2, 4, 8}) {
-      std::vector<Case> cases;
-      for (const char* method : {"tawpipe", "weipipe", "fsdp", "1f1b", "zb1", "zb2"})
-        cases.push_back({topology, method, {}, dp});
-      cases.push_back({topology, "1f1b", {{"virtual", "2"}}, dp});
-      cases.push_back({topology, "tawpipe", {{"groups", "3"}}, dp});
-      for (const Case& c : cases) {
+      for (const Case& c : testing::replica_cases(topology, dp)) {
         const int k = check(c);
         checked += k > 0 ? 1 : 0;
         collapsed += k > 1 ? 1 : 0;
