@@ -31,29 +31,40 @@ class Execution {
  public:
   Execution(const Program& p, const OpNumbering& n, const Matching& m, Dataflow* dataflow,
             int threads)
-      : p_(p), n_(n), m_(m), dataflow_(dataflow) {
+      : p_(p), n_(n), m_(m), dataflow_(dataflow), streams_(p.streams.size()) {
     reserve_prefaulted(state_, static_cast<std::size_t>(n.total()));
     state_.assign(static_cast<std::size_t>(n.total()), kIdle);
     arrivals_.assign(m.instance_first.empty() ? 0 : m.instance_first.size() - 1, 0);
-    heads_.resize(static_cast<std::size_t>(p.num_ranks()) * p.streams.size());
+    heads_.resize(static_cast<std::size_t>(p.num_ranks()) * streams_);
     reserve_prefaulted(waiters_, static_cast<std::size_t>(n.total()));
     waiters_.assign(static_cast<std::size_t>(n.total()), kNone);
     queue_.reserve(static_cast<std::size_t>(n.total()));
     // Per op, the next op of the same stream (one backward pass per rank; streams are few).
     reserve_prefaulted(next_same_, static_cast<std::size_t>(n.total()));
     next_same_.resize(static_cast<std::size_t>(n.total()));
+    views_.resize(static_cast<std::size_t>(p.num_ranks()));
     parallel_for(0, p.num_ranks(), threads, [&](std::int64_t ri, int) {
       const auto r = static_cast<Rank>(ri);
-      std::vector<OpIndex> next(p_.streams.size());
-      const auto& ops = rank(r).ops;
-      std::fill(next.begin(), next.end(), static_cast<OpIndex>(ops.size()));
-      for (auto i = static_cast<OpIndex>(ops.size()) - 1; i >= 0; --i) {
-        OpIndex& slot = next[ops[static_cast<std::size_t>(i)].stream];
-        next_same_[static_cast<std::size_t>(n.global(r, i))] = slot;
+      const RankProgram& rp = p_.ranks[static_cast<std::size_t>(r)];
+      const auto first = static_cast<std::size_t>(n.global(r, 0));
+      View& v = views_[static_cast<std::size_t>(r)];
+      v.ops = rp.ops.data();
+      v.dep_pool = rp.dep_pool.data();
+      v.state = state_.data() + first;
+      v.waiters = waiters_.data() + first;
+      v.next_same = next_same_.data() + first;
+      v.heads = heads_.data() + static_cast<std::size_t>(r) * streams_;
+      v.size = static_cast<OpIndex>(rp.ops.size());
+      v.first = static_cast<GlobalOp>(first);
+      std::vector<OpIndex> next(streams_);
+      std::fill(next.begin(), next.end(), v.size);
+      for (OpIndex i = v.size - 1; i >= 0; --i) {
+        OpIndex& slot = next[v.ops[i].stream];
+        v.next_same[i] = slot;
         slot = i;
       }
-      for (std::size_t s = 0; s < p_.streams.size(); ++s) {
-        Head& h = head(r, static_cast<StreamId>(s));
+      for (std::size_t s = 0; s < streams_; ++s) {
+        Head& h = v.heads[s];
         h.cursor = next[s];
         h.end = h.cursor;
       }
@@ -62,8 +73,8 @@ class Execution {
 
   Check run(bool* deadlock) {
     for (Rank r = 0; r < p_.num_ranks(); ++r)
-      for (std::size_t s = 0; s < p_.streams.size(); ++s)
-        activate(r, static_cast<StreamId>(s));
+      for (std::size_t s = 0; s < streams_; ++s)
+        activate(view(r), r, static_cast<StreamId>(s));
     // FIFO: every op is queued once, so a vector read front to back is the queue.
     for (std::size_t next = 0; next < queue_.size(); ++next) {
       const auto [r, i] = queue_[next];
@@ -88,11 +99,23 @@ class Execution {
     std::int32_t remaining = 0;  // head group ops not yet propagated
     std::int32_t next_waiter = kNone;  // next head (index into heads_) waiting for that op
   };
+  // One rank's slices of the per-op tables and of its program, indexed by the rank's own op
+  // index: the hot paths reach an op's state, waiters and program entry with one addition
+  // instead of going through the global numbering and the rank's vectors each time.
+  struct View {
+    const Op* ops = nullptr;
+    const OpIndex* dep_pool = nullptr;
+    State* state = nullptr;
+    std::int32_t* waiters = nullptr;
+    OpIndex* next_same = nullptr;
+    Head* heads = nullptr;  // per stream
+    OpIndex size = 0;       // ops of the rank
+    GlobalOp first = 0;     // global index of its op 0
+  };
 
+  View& view(Rank r) { return views_[static_cast<std::size_t>(r)]; }
   const RankProgram& rank(Rank r) const { return p_.ranks[static_cast<std::size_t>(r)]; }
-  Head& head(Rank r, StreamId s) {
-    return heads_[static_cast<std::size_t>(r) * p_.streams.size() + s];
-  }
+  Head& head(Rank r, StreamId s) { return heads_[static_cast<std::size_t>(r) * streams_ + s]; }
   const Op& op_at(GlobalOp g) const {
     const auto [r, i] = n_.local(g);
     return rank(r).ops[static_cast<std::size_t>(i)];
@@ -102,111 +125,111 @@ class Execution {
 
   // Sets the state of the head group's ops. Most groups are one op: a plain store (the
   // compiler turns the loop into a call to memset, which costs more than the whole step).
-  void mark(Rank r, const Head& h, State to) {
+  static void mark(const View& v, const Head& h, State to) {
     if (h.end - h.cursor == 1) {
-      state(r, h.cursor) = to;
+      v.state[h.cursor] = to;
       return;
     }
     for (OpIndex k = h.cursor; k < h.end; ++k)
-      state(r, k) = to;
+      v.state[k] = to;
   }
 
   // Makes the group starting at the stream's cursor its head and starts its dependency scan.
-  void activate(Rank r, StreamId s) {
-    Head& h = head(r, s);
-    const auto& ops = rank(r).ops;
-    if (static_cast<std::size_t>(h.cursor) >= ops.size()) return;
-    const std::int32_t group = ops[static_cast<std::size_t>(h.cursor)].group;
-    auto end = static_cast<std::size_t>(h.cursor) + 1;
-    while (group != kNone && end < ops.size() && ops[end].group == group)
+  void activate(const View& v, Rank r, StreamId s) {
+    Head& h = v.heads[s];
+    if (h.cursor >= v.size) return;
+    const std::int32_t group = v.ops[h.cursor].group;
+    OpIndex end = h.cursor + 1;
+    while (group != kNone && end < v.size && v.ops[end].group == group)
       ++end;
-    h.end = static_cast<OpIndex>(end);
+    h.end = end;
     h.remaining = h.end - h.cursor;
-    mark(r, h, kAtHead);
+    mark(v, h, kAtHead);
     h.scan_op = h.cursor;
     h.scan_dep = 0;
-    resume(r, s);
+    resume(v, r, h);
   }
 
   // Continues the head's dependency scan; waits at the first unfinished dependency, or posts.
-  void resume(Rank r, StreamId s) {
-    Head& h = head(r, s);
-    const RankProgram& rp = rank(r);
+  void resume(const View& v, Rank r, Head& h) {
     for (; h.scan_op < h.end; ++h.scan_op, h.scan_dep = 0) {
-      const auto ds = deps(rp, rp.ops[static_cast<std::size_t>(h.scan_op)]);
-      for (; h.scan_dep < ds.size(); ++h.scan_dep) {
+      const Op& op = v.ops[h.scan_op];
+      const OpIndex* ds = v.dep_pool + op.deps_offset;
+      for (; h.scan_dep < op.deps_count; ++h.scan_dep) {
         const OpIndex d = ds[h.scan_dep];
-        if (state(r, d) != kPropagated) {
+        if (v.state[d] != kPropagated) {
           h.waiting_on = d;
-          std::int32_t& first = waiters_[static_cast<std::size_t>(n_.global(r, d))];
+          std::int32_t& first = v.waiters[d];
           h.next_waiter = first;
           first = static_cast<std::int32_t>(&h - heads_.data());
           return;
         }
       }
     }
-    post(r, s);
+    post(v, r, h);
   }
 
-  void post(Rank r, StreamId s) {
-    Head& h = head(r, s);
-    mark(r, h, kPosted);
+  void post(const View& v, Rank r, const Head& h) {
+    mark(v, h, kPosted);
     for (OpIndex k = h.cursor; k < h.end; ++k)
-      try_complete(r, k);
+      try_complete(v, r, k);
   }
 
   void record(Check c) {
     if (c && !first_dataflow_failure_) first_dataflow_failure_ = std::move(c);
   }
 
-  void done(Rank r, OpIndex i) {
-    state(r, i) = kDone;
+  void done(State* state, Rank r, OpIndex i) {
+    *state = kDone;
     queue_.emplace_back(r, i);
   }
 
-  void try_complete(Rank r, OpIndex i) {
-    const GlobalOp g = n_.global(r, i);
-    if (state(g) != kPosted) return;  // already completed by its partner
-    const Op& op = rank(r).ops[static_cast<std::size_t>(i)];
+  void try_complete(const View& v, Rank r, OpIndex i) {
+    if (v.state[i] != kPosted) return;  // already completed by its partner
+    const Op& op = v.ops[i];
     switch (op.kind) {
       case OpKind::send:
       case OpKind::recv: {
-        const GlobalOp partner = m_.link[static_cast<std::size_t>(g)];
-        if (state(partner) != kPosted) return;
-        const auto [pr, pi] = n_.local(partner);
+        // The partner is on the peer rank: matching pairs the ops of the channel (comm, rank,
+        // peer) with those of (comm, peer, rank).
+        const GlobalOp partner = m_.link[static_cast<std::size_t>(v.first + i)];
+        State& partner_state = state(partner);
+        if (partner_state != kPosted) return;
+        const Rank pr = op.peer;
+        const OpIndex pi = partner - view(pr).first;
         if (dataflow_) {
           record(op.kind == OpKind::send ? dataflow_->transfer(r, i, pr, pi)
                                          : dataflow_->transfer(pr, pi, r, i));
         }
-        done(r, i);
-        done(pr, pi);
+        done(&v.state[i], r, i);
+        done(&partner_state, pr, pi);
         return;
       }
       case OpKind::collective: {
-        const auto inst = static_cast<std::size_t>(m_.link[static_cast<std::size_t>(g)]);
+        const auto inst = static_cast<std::size_t>(m_.link[static_cast<std::size_t>(v.first + i)]);
         const auto first = static_cast<std::size_t>(m_.instance_first[inst]);
         const auto size = static_cast<std::size_t>(m_.instance_first[inst + 1]) - first;
         if (static_cast<std::size_t>(++arrivals_[inst]) < size) return;
         const auto members = std::span(m_.instance_ops).subspan(first, size);
         if (dataflow_) record(dataflow_->collective(members));
         for (const auto& [mr, mi] : members)
-          done(mr, mi);
+          done(&view(mr).state[mi], mr, mi);
         return;
       }
       default:
         if (dataflow_) record(dataflow_->local(r, i));
-        done(r, i);
+        done(&v.state[i], r, i);
     }
   }
 
   void propagate(Rank r, OpIndex i) {
-    const GlobalOp g = n_.global(r, i);
-    state(g) = kPropagated;
+    const View& v = view(r);
+    v.state[i] = kPropagated;
     // Wake the heads of this rank that wait for it (dependencies never cross ranks), in stream
     // order: the chain of waiters_ is sorted first when it has several (rare). Resuming one
     // head never changes which others wait for this op.
-    if (std::int32_t w = waiters_[static_cast<std::size_t>(g)]; w != kNone) {
-      waiters_[static_cast<std::size_t>(g)] = kNone;
+    if (std::int32_t w = v.waiters[i]; w != kNone) {
+      v.waiters[i] = kNone;
       woken_.clear();
       for (; w != kNone; w = heads_[static_cast<std::size_t>(w)].next_waiter)
         woken_.push_back(w);
@@ -215,14 +238,14 @@ class Execution {
         Head& h = heads_[static_cast<std::size_t>(k)];
         h.waiting_on = kNone;
         h.next_waiter = kNone;
-        resume(r, static_cast<StreamId>(static_cast<std::size_t>(k) % p_.streams.size()));
+        resume(v, r, h);
       }
     }
-    const StreamId s = rank(r).ops[static_cast<std::size_t>(i)].stream;
-    Head& h = head(r, s);
+    const StreamId s = v.ops[i].stream;
+    Head& h = v.heads[s];
     if (--h.remaining == 0) {
-      h.cursor = next_same_[static_cast<std::size_t>(n_.global(r, h.end - 1))];
-      activate(r, s);
+      h.cursor = v.next_same[h.end - 1];
+      activate(v, r, s);
     }
   }
 
@@ -315,6 +338,7 @@ class Execution {
   const OpNumbering& n_;
   const Matching& m_;
   Dataflow* dataflow_;
+  std::size_t streams_;                 ///< streams of the program
   std::vector<State> state_;            ///< per global op
   std::vector<std::int32_t> arrivals_;  ///< per collective instance
   std::vector<Head> heads_;             ///< per (rank, stream)
@@ -325,6 +349,7 @@ class Execution {
   /// Completed ops in completion order (run() propagates them front to back).
   std::vector<std::pair<Rank, OpIndex>> queue_;
   std::vector<OpIndex> next_same_;  ///< per global op: next op of its rank and stream, or size
+  std::vector<View> views_;         ///< per rank
   Check first_dataflow_failure_;
 };
 
