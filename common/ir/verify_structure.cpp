@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -248,16 +249,18 @@ class StructureChecker {
       if (!tensor_ok(buf.initial)) return fail_buffer("bad initial tensor");
     }
     // Groups closed so far on this rank (their ids as uint32; a group id is never kEmpty's
-    // value, which is kNone's and is not a group).
-    FlatSet closed_groups(rp.ops.size());
+    // value, which is kNone's and is not a group). Created at the first group: most ranks of
+    // the pipeline schedules have none.
+    std::optional<FlatSet> closed_groups;
     const auto closed = [&](std::int32_t group) {
+      if (!closed_groups) closed_groups.emplace(rp.ops.size());
       const auto key = static_cast<std::uint32_t>(group);
-      return closed_groups.find(key, [&](std::uint32_t other) { return other == key; });
+      return closed_groups->find(key, [&](std::uint32_t other) { return other == key; });
     };
     std::int32_t open_group = kNone;
-    for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-      const auto index = static_cast<OpIndex>(i);
-      const Op& op = rp.ops[i];
+    // The checks every op gets, in the order they are reported.
+    const auto generic = [&](OpIndex index, const Op& op) -> Check {
+      const auto i = static_cast<std::size_t>(index);
       const auto fail = [&](const std::string& what) { return fail_at(p_, r, index, what); };
       if (static_cast<unsigned>(op.kind) > static_cast<unsigned>(OpKind::free))
         return fail("unknown op kind " + str(static_cast<int>(op.kind)));
@@ -292,10 +295,46 @@ class StructureChecker {
         if (op.group != kNone && rp.ops[static_cast<std::size_t>(d)].group == op.group)
           return fail("dependency on #" + str(d) + " of its own group");
       }
+      return std::nullopt;
+    };
+    // The same checks for the common case of an op outside any group after an op outside any
+    // group (then the group checks have nothing to do), without messages and with the tables'
+    // sizes in registers: true exactly when generic() would find nothing. Any other op, or one
+    // this doubts, goes through generic().
+    const std::size_t streams = p_.streams.size();
+    const std::uint64_t dep_pool_size = rp.dep_pool.size();
+    const std::uint64_t buffer_pool_size = rp.buffer_pool.size();
+    const auto buffers = static_cast<std::uint64_t>(rp.buffers.size());
+    const OpIndex* dep_pool = rp.dep_pool.data();
+    const BufferId* buffer_pool = rp.buffer_pool.data();
+    const auto plain_ok = [&](OpIndex index, const Op& op) {
+      if (static_cast<unsigned>(op.kind) > static_cast<unsigned>(OpKind::free) ||
+          op.stream >= streams ||
+          static_cast<std::uint64_t>(op.deps_offset) + op.deps_count > dep_pool_size)
+        return false;
+      const std::uint32_t listed = op.reads_count + op.writes_count;
+      if (static_cast<std::uint64_t>(op.buffers_offset) + listed > buffer_pool_size) return false;
+      bool ok = true;
+      for (std::uint32_t k = 0; k < listed; ++k)  // as unsigned, negative ids are huge
+        ok &= static_cast<std::uint64_t>(
+                  static_cast<std::int64_t>(buffer_pool[op.buffers_offset + k])) < buffers;
+      for (std::uint32_t k = 0; k < op.deps_count; ++k)
+        ok &= static_cast<std::uint32_t>(dep_pool[op.deps_offset + k]) <
+              static_cast<std::uint32_t>(index);
+      return ok;
+    };
+    const auto op_count = static_cast<OpIndex>(rp.ops.size());
+    for (OpIndex index = 0; index < op_count; ++index) {
+      const Op& op = rp.ops[static_cast<std::size_t>(index)];
+      if (op.group != kNone || open_group != kNone || !plain_ok(index, op)) {
+        if (Check c = generic(index, op)) return c;
+      }
       // The detailed check (which builds the message) runs only for an op the fast one
       // doubts; op_ok() holds exactly when kind_specific() finds nothing.
-      if (!op_ok(r, op, own_table))
+      if (!op_ok(r, op, own_table)) {
+        const auto fail = [&](const std::string& what) { return fail_at(p_, r, index, what); };
         if (Check c = kind_specific(r, index, op, own_table, fail)) return c;
+      }
     }
     return std::nullopt;
   }

@@ -171,6 +171,68 @@ TEST(Verifier, ForwardDependency) {
   expect_failure(p, VerifyStage::structure, 0, f, "which is not an earlier op");
 }
 
+// Every per-op structure fault is reported with its message, on an op outside any group (the
+// verifier's fast path for those, verify_structure.cpp) and on one inside a group.
+TEST(Verifier, StructureFaultsOnPlainAndGroupedOps) {
+  struct Fault {
+    const char* what;
+    std::function<void(RankProgram&, Op&, OpIndex)> apply;
+  };
+  const Fault faults[] = {
+      {"unknown op kind 9",
+       [](RankProgram&, Op& op, OpIndex) { op.kind = static_cast<OpKind>(9); }},
+      {"unknown stream 7", [](RankProgram&, Op& op, OpIndex) { op.stream = 7; }},
+      {"dependency list outside the rank's dep_pool",
+       [](RankProgram& rp, Op& op, OpIndex) {
+         op.deps_offset = static_cast<std::uint32_t>(rp.dep_pool.size());
+         op.deps_count = 1;
+       }},
+      {"buffer list outside the rank's buffer_pool",
+       [](RankProgram& rp, Op& op, OpIndex) {
+         op.buffers_offset = static_cast<std::uint32_t>(rp.buffer_pool.size());
+       }},
+      {"buffer id -3 out of range",
+       [](RankProgram& rp, Op& op, OpIndex) { rp.buffer_pool[op.buffers_offset] = -3; }},
+      {"out of range (rank has",
+       [](RankProgram& rp, Op& op, OpIndex) {
+         rp.buffer_pool[op.buffers_offset] = static_cast<BufferId>(rp.buffers.size());
+       }},
+      {"dependency on #-1, which is not an earlier op",
+       [](RankProgram& rp, Op& op, OpIndex) {
+         op.deps_offset = static_cast<std::uint32_t>(rp.dep_pool.size());
+         op.deps_count = 1;
+         rp.dep_pool.push_back(-1);
+       }},
+      {", which is not an earlier op",  // on itself
+       [](RankProgram& rp, Op& op, OpIndex index) {
+         op.deps_offset = static_cast<std::uint32_t>(rp.dep_pool.size());
+         op.deps_count = 1;
+         rp.dep_pool.push_back(index);
+       }},
+  };
+  // A send outside any group (pipeline) and one inside a group (weight passing).
+  const Program plain = testing::pipeline_program();
+  const Program grouped = testing::weight_passing_program();
+  const OpIndex plain_send = find_op(plain, 0, is_kind(OpKind::send));
+  const OpIndex grouped_send = find_op(grouped, 0, is_kind(OpKind::send));
+  ASSERT_EQ(plain.ranks[0].ops[static_cast<std::size_t>(plain_send)].group, kNone);
+  ASSERT_NE(grouped.ranks[0].ops[static_cast<std::size_t>(grouped_send)].group, kNone);
+  for (const Fault& f : faults) {
+    for (const auto& [good, index] : {std::pair{&plain, plain_send}, {&grouped, grouped_send}}) {
+      SCOPED_TRACE(f.what);
+      Program p = *good;
+      RankProgram& rp = p.ranks[0];
+      f.apply(rp, rp.ops[static_cast<std::size_t>(index)], index);
+      const VerifyResult v = verify(p);
+      ASSERT_FALSE(v.ok);
+      EXPECT_EQ(v.stage, VerifyStage::structure) << v.message;
+      EXPECT_EQ(v.rank, 0) << v.message;
+      EXPECT_EQ(v.op, index) << v.message;
+      EXPECT_THAT(v.message, HasSubstr(f.what));
+    }
+  }
+}
+
 TEST(Verifier, ComputeOnWrongShard) {
   Program p = testing::weight_passing_program();
   // r1's forward of layer 0 reads its own layer-1 weights instead of the staged layer 0.
