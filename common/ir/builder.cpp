@@ -144,12 +144,12 @@ BufferId ProgramBuilder::buffer(Rank rank, std::string buffer_name, Bytes size, 
   // Sized like the largest rank so far, as the op lists (reserve_like_largest): a Buffer holds a
   // string, so every regrowth moves all of them.
   if (r.buffers.empty()) r.buffers.reserve(largest_buffers_.load(std::memory_order_relaxed));
-  r.buffers.push_back(Buffer{std::move(buffer_name), size, role, persistent, initial});
+  r.buffers.emplace_back(std::move(buffer_name), size, role, persistent, initial);  // in place
   raise(largest_buffers_, r.buffers.size());
   return static_cast<BufferId>(r.buffers.size() - 1);
 }
 
-OpIndex ProgramBuilder::push(Rank rank, Op op, std::span<const BufferId> op_reads,
+OpIndex ProgramBuilder::push(Rank rank, const Op& op, std::span<const BufferId> op_reads,
                              std::span<const BufferId> op_writes,
                              std::span<const OpIndex> op_deps) {
   check_rank(rank);
@@ -180,19 +180,20 @@ OpIndex ProgramBuilder::push(Rank rank, Op op, std::span<const BufferId> op_read
   }
 #endif
   assert(op_reads.size() < 65536 && op_writes.size() < 65536);
-  op.deps_offset = static_cast<std::uint32_t>(r.dep_pool.size());
-  op.deps_count = static_cast<std::uint32_t>(op_deps.size());
+  // The op is copied into place once and its list fields filled there.
+  Op& added = r.ops.emplace_back(op);
+  added.deps_offset = static_cast<std::uint32_t>(r.dep_pool.size());
+  added.deps_count = static_cast<std::uint32_t>(op_deps.size());
+  added.buffers_offset = static_cast<std::uint32_t>(r.buffer_pool.size());
+  added.reads_count = static_cast<std::uint16_t>(op_reads.size());
+  added.writes_count = static_cast<std::uint16_t>(op_writes.size());
   // Element-wise appends: the lists are a few ids, for which a memmove call costs more.
   for (OpIndex d : op_deps)
     r.dep_pool.push_back(d);
-  op.buffers_offset = static_cast<std::uint32_t>(r.buffer_pool.size());
-  op.reads_count = static_cast<std::uint16_t>(op_reads.size());
-  op.writes_count = static_cast<std::uint16_t>(op_writes.size());
   for (BufferId b : op_reads)
     r.buffer_pool.push_back(b);
   for (BufferId b : op_writes)
     r.buffer_pool.push_back(b);
-  r.ops.push_back(op);
   raise(largest_ops_, r.ops.size());
   raise(largest_deps_, r.dep_pool.size());
   raise(largest_buffer_refs_, r.buffer_pool.size());

@@ -115,8 +115,8 @@ class ProgramBuilder {
   CommId add_communicator(std::string name, std::vector<Rank> members);
   void check_buffer(Rank rank, BufferId buffer) const;
   /// Appends an op with its lists to `rank`'s pools; asserts on bad ids and group misuse.
-  OpIndex push(Rank rank, Op op, std::span<const BufferId> reads, std::span<const BufferId> writes,
-               std::span<const OpIndex> deps);
+  OpIndex push(Rank rank, const Op& op, std::span<const BufferId> reads,
+               std::span<const BufferId> writes, std::span<const OpIndex> deps);
 
   /// Reserves `r`'s vectors at the sizes of the largest rank so far.
   void reserve_like_largest(RankProgram& r) const;
