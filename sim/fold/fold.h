@@ -55,7 +55,8 @@
 /// Only the last probe's program is generated to see it; the bases that run decide as before.
 ///
 /// With threads to spare the probes of a set run side by side, largest first, with a likely next
-/// probe on an otherwise idle thread; the result does not depend on it.
+/// probe on an otherwise idle thread, each verified on its own thread; the result does not depend
+/// on it.
 ///
 /// Symmetry (issue 15 item 2) works underneath, in every probe: identical data-parallel replicas
 /// are simulated once where the program and the network state allow it (sim/symmetry/symmetry.h
