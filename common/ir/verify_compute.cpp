@@ -107,10 +107,22 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
   const auto bname = [&](BufferId b) {
     return "'" + rp.buffers[static_cast<std::size_t>(b)].name + "'";
   };
-  for (BufferId b : reads(rp, op))
-    if (Check c = require_live(rank, index, b, "reads")) return c;
-  for (BufferId b : writes(rp, op))
-    if (Check c = require_live(rank, index, b, "writes")) return c;
+  // Liveness of every operand (reads first, then writes: the first dead one is reported),
+  // and the operands by slot for the checks below, in one pass over each list.
+  const std::vector<Hot>& hots = hot_[static_cast<std::size_t>(rank)];
+  std::array<Operands, kSlots> in, out;
+  for (BufferId b : reads(rp, op)) {
+    const Hot& h = hots[static_cast<std::size_t>(b)];
+    if (!h.live) return dead_buffer(rank, index, b, "reads");
+    const std::size_t s = slot_of(h.role);
+    if (s < kSlots) in[s].push_back(b);
+  }
+  for (BufferId b : writes(rp, op)) {
+    const Hot& h = hots[static_cast<std::size_t>(b)];
+    if (!h.live) return dead_buffer(rank, index, b, "writes");
+    const std::size_t s = slot_of(h.role);
+    if (s < kSlots) out[s].push_back(b);
+  }
 
   if (op.compute == ComputeKind::optimizer) return optimizer(rank, index);
   if (op.compute == ComputeKind::accumulate) {
@@ -137,16 +149,7 @@ Check Dataflow::compute(Rank rank, OpIndex index) {
     return std::nullopt;
   }
 
-  // Classify operands by role and check the counts.
-  std::array<Operands, kSlots> in, out;
-  for (BufferId b : reads(rp, op)) {
-    const std::size_t s = slot_of(state(rank, b).role);
-    if (s < kSlots) in[s].push_back(b);
-  }
-  for (BufferId b : writes(rp, op)) {
-    const std::size_t s = slot_of(state(rank, b).role);
-    if (s < kSlots) out[s].push_back(b);
-  }
+  // Check the operand counts by slot.
   const Shape shape = shape_of(op.compute);
   for (std::size_t s = 0; s < kSlots; ++s) {
     for (int pass = 0; pass < 2; ++pass) {
@@ -261,12 +264,12 @@ Check Dataflow::optimizer(Rank rank, OpIndex index) {
   // The whole form's contribution count; compact form: |A| + k |B| (verify_replicas.cpp (d)).
   const std::uint64_t count =
       g.count + static_cast<std::uint64_t>(replicas_.count) * g.replicated_count;
-  const std::string what = describe_tensor(g.ref) + " in " + bname(grad);
+  const auto what = [&] { return describe_tensor(g.ref) + " in " + bname(grad); };
   if (count < want_count)
-    return fail("incomplete " + what + ": " + str(static_cast<std::int64_t>(count)) + " of " +
+    return fail("incomplete " + what() + ": " + str(static_cast<std::int64_t>(count)) + " of " +
                 str(static_cast<std::int64_t>(want_count)) + " contributions");
   if (count > want_count)
-    return fail("duplicated contributions in " + what + ": " +
+    return fail("duplicated contributions in " + what() + ": " +
                 str(static_cast<std::int64_t>(count)) + " of " +
                 str(static_cast<std::int64_t>(want_count)) + " contributions");
   // Complete: the sum over every sample (whole form: A; compact form: A empty, B = S).
@@ -274,7 +277,7 @@ Check Dataflow::optimizer(Rank rank, OpIndex index) {
                                                                   expected_fingerprint(begin, end)
                                             : g.fingerprint == expected_fingerprint(begin, end);
   if (!complete)
-    return fail("wrong contributions in " + what + ": the right number (" +
+    return fail("wrong contributions in " + what() + ": the right number (" +
                 str(static_cast<std::int64_t>(want_count)) +
                 ") but not the right ones (some counted twice, others missing)");
   TensorRef want = block(TensorKind::weights, begin, end);

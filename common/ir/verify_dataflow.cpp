@@ -47,14 +47,16 @@ std::uint64_t contribution_key(std::int32_t sample, std::int32_t layer, std::uin
 Dataflow::Dataflow(const Program& program, const Replicas& replicas, int threads)
     : program_(program), replicas_(replicas) {
   buffers_.resize(program.ranks.size());
+  hot_.resize(program.ranks.size());
   parallel_for(0, program.num_ranks(), threads, [&](std::int64_t i, int) {
     const auto r = static_cast<std::size_t>(i);
     const auto& bufs = program.ranks[r].buffers;
     buffers_[r].resize(bufs.size());
+    hot_[r].resize(bufs.size());
     for (std::size_t b = 0; b < bufs.size(); ++b) {
-      buffers_[r][b].role = bufs[b].role;
+      hot_[r][b].role = bufs[b].role;
       if (!bufs[b].persistent) continue;
-      buffers_[r][b].live = true;
+      hot_[r][b].live = true;
       buffers_[r][b].content.ref = bufs[b].initial;
     }
   });
@@ -125,21 +127,20 @@ Check Dataflow::local(Rank rank, OpIndex index) {
   switch (op.kind) {
     case OpKind::alloc:
       for (BufferId b : writes(rp, op)) {
-        BufferState& s = state(rank, b);
-        if (s.live)
+        Hot& h = hot(rank, b);
+        if (h.live)
           return fail_at(
               program_, rank, index,
               "alloc of a live buffer '" + rp.buffers[static_cast<std::size_t>(b)].name + "'");
-        s.live = true;
-        s.content = Content{};
+        h.live = true;
+        state(rank, b).content = Content{};  // a store: the old content is not read
       }
       return std::nullopt;
     case OpKind::free:
       for (BufferId b : writes(rp, op)) {
         if (Check c = require_live(rank, index, b, "frees")) return c;
-        BufferState& s = state(rank, b);
-        s.live = false;
-        s.freed_by = index;
+        hot(rank, b).live = false;
+        state(rank, b).freed_by = index;
       }
       return std::nullopt;
     case OpKind::copy: {

@@ -115,10 +115,16 @@ class Dataflow {
     std::uint64_t replicated_fingerprint = 0;  ///< compact form: B's fingerprint
     std::uint64_t replicated_count = 0;        ///< compact form: B's contributions
   };
+  /// What the checks of every operand read (liveness, and the role by which compute finds its
+  /// operands), apart from the contents: two bytes a buffer, so that the liveness check of an
+  /// alloc or an operand hits the cache where the buffer's content (touched last at its
+  /// previous use, often much earlier in the execution) would miss it.
+  struct Hot {
+    bool live = false;
+    BufferRole role = BufferRole::workspace;  ///< copy of the buffer's role
+  };
   struct BufferState {
     Content content;
-    bool live = false;
-    BufferRole role = BufferRole::workspace;  ///< copy of the buffer's role (hot in compute)
     OpIndex freed_by = kNone;
     OpIndex updated_by = kNone;  ///< first optimizer op that updated it
   };
@@ -128,12 +134,15 @@ class Dataflow {
   Check optimizer(Rank rank, OpIndex index);
   /// Fails unless `buffer` is live (inline: it runs for every operand of every op).
   Check require_live(Rank rank, OpIndex index, BufferId buffer, const char* verb) {
-    if (state(rank, buffer).live) return std::nullopt;
+    if (hot(rank, buffer).live) return std::nullopt;
     return dead_buffer(rank, index, buffer, verb);
   }
   Check dead_buffer(Rank rank, OpIndex index, BufferId buffer, const char* verb);
   BufferState& state(Rank rank, BufferId buffer) {
     return buffers_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
+  }
+  Hot& hot(Rank rank, BufferId buffer) {
+    return hot_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buffer)];
   }
   std::uint64_t expected_fingerprint(std::int32_t begin, std::int32_t end) const;
   std::uint64_t expected_count(std::int32_t begin, std::int32_t end) const;
@@ -143,6 +152,7 @@ class Dataflow {
   const Program& program_;
   const Replicas& replicas_;
   std::vector<std::vector<BufferState>> buffers_;
+  std::vector<std::vector<Hot>> hot_;  ///< per rank and buffer, as buffers_
   std::vector<std::int32_t> samples_;
   std::vector<std::uint64_t> layer_prefix_;  ///< prefix sums of per-layer expected keys
   std::uint64_t embedding_expected_ = 0;
