@@ -20,7 +20,8 @@ using cli::kCalibrate;
 
 int calibrate_main(int argc, char** argv) {
   CalibrateOptions o;
-  cli::CalibrateFlags flags{"host", "localhost-cpu", o.model, o.seq_len, "-", o.seconds_per_figure};
+  cli::CalibrateFlags flags{"host", "localhost-cpu",      o.model,          o.seq_len,
+                            "-",    o.seconds_per_figure, o.layers_per_rank};
   if (auto status = cli::parse_calibrate_flags(argc, argv, flags)) return *status;
   if (flags.backend == "cuda") {
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
@@ -46,6 +47,7 @@ int calibrate_main(int argc, char** argv) {
   o.model = flags.model;
   o.seq_len = flags.seq_len;
   o.seconds_per_figure = *flags.seconds_per_figure;
+  o.layers_per_rank = *flags.layers_per_rank;
   CalibrateExtras extras;
   auto profile = calibrate_host(o, &extras);
   if (!profile.ok()) return kCalibrate.usage_error(profile.error().to_string());

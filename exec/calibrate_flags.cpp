@@ -30,6 +30,13 @@ std::optional<int> parse_calibrate_flags(int argc, char** argv, CalibrateFlags& 
       ("seconds", po::value(&*flags.seconds_per_figure),
        fmt::format("measuring time per figure [{}]", *flags.seconds_per_figure).c_str());
   }
+  if (flags.layers_per_rank) {
+    visible.add_options()
+      ("layers-per-rank", po::value(&*flags.layers_per_rank),
+       fmt::format("layers whose weights a rank's ops cycle through (GEMM operands come from "
+                   "beyond the cache as in a run; 0: the model's layers / ranks) [{}]",
+                   *flags.layers_per_rank).c_str());
+  }
   visible.add_options()
     ("output,o", po::value(&flags.output), "write the profile YAML to FILE [-: standard output]");
   // clang-format on
@@ -39,6 +46,11 @@ std::optional<int> parse_calibrate_flags(int argc, char** argv, CalibrateFlags& 
     po::notify(vm);
   } catch (const po::error& e) {
     return kCalibrate.usage_error(std::string(e.what()) + " (see tawexec calibrate --help)");
+  }
+  if (flags.layers_per_rank && *flags.layers_per_rank < 0) {
+    return kCalibrate.usage_error("--layers-per-rank must be >= 0, got " +
+                                  std::to_string(*flags.layers_per_rank) +
+                                  " (see tawexec calibrate --help)");
   }
   if (vm.count("help")) {
     if (world_rank() == 0) {

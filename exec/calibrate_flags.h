@@ -1,7 +1,8 @@
 /// \file
 /// The flags `tawexec calibrate` takes for every backend (--backend, --topology, --model,
-/// --seq-len, --output; --seconds where the backend has it), parsed and checked in one place.
-/// Each backend parses the command line with its own defaults (the host path first, then, for
+/// --seq-len, --output; --seconds and --layers-per-rank where the backend has them), parsed and
+/// checked in one place. Each backend parses the command line with its own defaults (the host path
+/// first, then, for
 /// `--backend cuda`, the CUDA path again). MPI must be initialised.
 #pragma once
 
@@ -23,6 +24,10 @@ struct CalibrateFlags {
   std::string output = "-";  ///< "-": standard output
   /// --seconds (measuring time per figure): taken only when set on entry.
   std::optional<double> seconds_per_figure;
+  /// --layers-per-rank (host: the layers whose weights one rank's ops cycle through, which sets
+  /// the GEMMs' operand reuse distance; 0: the model's layers / ranks): taken only when set on
+  /// entry.
+  std::optional<std::int64_t> layers_per_rank;
 };
 
 /// Parses `argv` (argv[0] is "calibrate") into `flags`. Returns nullopt when the command goes

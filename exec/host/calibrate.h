@@ -27,6 +27,9 @@ struct CalibrateOptions {
   std::string model = "tiny";            ///< block shapes to measure GEMMs at
   std::int64_t seq_len = 64;
   double seconds_per_figure = 0.2;  ///< measuring time per figure
+  /// The layers whose weights one rank's ops cycle through (0: the model's layers / ranks): a
+  /// GEMM's weight-sized operands rotate over that many layers' weights (calibrate.cpp).
+  std::int64_t layers_per_rank = 0;
   /// The topology's `host:` section: ranks are pinned as a run pins them, and the profile
   /// records it.
   std::optional<topo::HostCpu> host;
