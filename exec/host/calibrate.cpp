@@ -186,8 +186,9 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   // through the weights of all its layers (a 4-layer cpu-h256 block is ~10 MB, past the 1 MB L2
   // of this VM's cores). So B and C rotate over as many copies as those layers' weights fill,
   // while A (the activations, just written by the previous op) stays hot. Measured on this VM
-  // (OpenBLAS sgemm at the six shapes, both cores busy, quiet, 2026-11-25): hot operands 86-96
-  // GFLOP/s, a 16 MB rotation 79-91 (-6 %), 64 MB 71-90.
+  // (OpenBLAS sgemm at the six shapes, both cores busy, quiet, 2026-11-25, hot and 10 MB
+  // rotation interleaved 4 times, mean over the shapes): hot 95-103 GFLOP/s, rotated 88-97
+  // (-5 % on one core, -7 % on the other, in the undisturbed repetitions).
   const int ranks_for_layers = std::max(world, 1);
   const std::int64_t layers = o.layers_per_rank > 0
                                   ? o.layers_per_rank
