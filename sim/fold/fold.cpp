@@ -206,9 +206,12 @@ Expected<FoldedOutput> simulate_folded(const schedules::Workload& workload,
         results[i] = run(counts[i], *program, 1);
       }
     };
+    // The calling thread is one of the workers: it runs at once, while a new thread first waits
+    // to be scheduled (measured ~0.45 ms on this VM, whose idle vCPU must be woken up).
     std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<std::size_t>(threads, counts.size()); ++t)
+    for (unsigned t = 1; t < std::min<std::size_t>(threads, counts.size()); ++t)
       pool.emplace_back(work);
+    work();
     for (auto& t : pool)
       t.join();
     for (std::size_t i = 0; i < counts.size(); ++i)
