@@ -2,8 +2,7 @@
 /// The flags `tawexec calibrate` takes for every backend (--backend, --topology, --model,
 /// --seq-len, --output; --seconds and --layers-per-rank where the backend has them), parsed and
 /// checked in one place. Each backend parses the command line with its own defaults (the host path
-/// first, then, for
-/// `--backend cuda`, the CUDA path again). MPI must be initialised.
+/// first, then, for `--backend cuda`, the CUDA path again). MPI must be initialised.
 #pragma once
 
 #include <cstdint>

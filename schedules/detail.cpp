@@ -171,19 +171,14 @@ ir::BufferId Emitter::buffer(ir::Rank rank, std::string name, std::uint64_t byte
   return id;
 }
 
-// One buffer: as the list forms below, without their loops (the most common ops of the pipeline
-// generators).
+// One buffer: straight to the span forms below (the most common ops of the pipeline
+// generators; the initializer-list forms add a layer).
 ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps) {
-  if (b_.stored(rank))
-    deps.add(last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)]);
-  return b_.alloc(rank, stream, std::span<const ir::BufferId>(&buf, 1), deps.span());
+  return alloc(rank, stream, std::span<const ir::BufferId>(&buf, 1), deps);
 }
 
 ir::OpIndex Emitter::free(ir::Rank rank, ir::StreamId stream, ir::BufferId buf, Deps deps) {
-  const ir::OpIndex op = b_.free(rank, stream, std::span<const ir::BufferId>(&buf, 1), deps.span());
-  if (b_.stored(rank))
-    last_free_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(buf)] = op;
-  return op;
+  return free(rank, stream, std::span<const ir::BufferId>(&buf, 1), deps);
 }
 
 ir::OpIndex Emitter::alloc(ir::Rank rank, ir::StreamId stream,
