@@ -26,6 +26,7 @@
 #include "exec/host/calibrate.h"
 #include "exec/host/calibrate_comm.h"
 #include "exec/host/collect.h"
+#include "exec/host/cpu_account.h"
 #include "exec/host/doorbell.h"
 #include "exec/host/host_backend.h"
 #include "exec/host/mpi_ops.h"
@@ -168,11 +169,15 @@ int run(const Options& o) {
   std::vector<double> loss_sums, times;
   exec::IterationRecord last;
   exec::host::WaitSleeps sleeps0;
+  exec::host::CpuSnapshot cpu0;  // where the cores' time went (exec/host/cpu_account.h)
   for (std::int64_t step = 0; step < total_steps; ++step) {
     // Sleeping barrier (MPI_Ibarrier + the backend's wait), for the same reason.
     if (Status s = exec::host::quiet_barrier(MPI_COMM_WORLD); !s.ok())
       kTawexec.abort_run(s.error().message);
-    if (step == o.warmup) sleeps0 = exec::host::wait_sleeps_of_process();
+    if (step == o.warmup) {
+      sleeps0 = exec::host::wait_sleeps_of_process();
+      cpu0 = exec::host::take_cpu_snapshot();
+    }
     auto rec = interpreter.run_iteration(step);
     if (!rec.ok()) kTawexec.abort_run(rec.error().message);
     loss_sums.push_back(backend.take_loss_sum());
@@ -182,6 +187,11 @@ int run(const Options& o) {
   // Wake-ups of the communication threads' waits per timed step (the barriers' included), per
   // rank: what the simulator charges as host.wakeup_cost (sim/run/host_cpu.cpp).
   const exec::host::WaitSleeps sleeps1 = exec::host::wait_sleeps_of_process();
+  const exec::host::CpuSnapshot cpu =
+      exec::host::cpu_difference(cpu0, exec::host::take_cpu_snapshot());
+  auto cpu_lines = exec::host::gather_strings(
+      exec::host::describe_threads(cpu, static_cast<double>(o.steps)), world);
+  if (!cpu_lines.ok()) kTawexec.abort_run(cpu_lines.error().message);
   double wake[2] = {
       static_cast<double>(sleeps1.timer - sleeps0.timer) / static_cast<double>(o.steps),
       static_cast<double>(sleeps1.doorbell - sleeps0.doorbell) / static_cast<double>(o.steps)};
@@ -234,6 +244,13 @@ int run(const Options& o) {
                               wakes[2 * static_cast<std::size_t>(r) + 1]);
     std::cout << fmt::format("tawexec: wait wake-ups per timed step (timer+doorbell) by rank:{}\n",
                              per_rank);
+    // CPU accounting per timed step: each rank's thread classes (ms of CPU, ms runnable but
+    // waiting for a core, voluntary/involuntary context switches), and the machine's idle.
+    for (int r = 0; r < world; ++r)
+      std::cout << fmt::format("tawexec: cpu per timed step (ms) rank {}: {}\n", r,
+                               (*cpu_lines)[static_cast<std::size_t>(r)]);
+    std::cout << fmt::format("tawexec: machine per timed step (core-ms, rank 0's steps): {}\n",
+                             exec::host::describe_machine(cpu, static_cast<double>(o.steps)));
     if (!o.report_file.empty()) {
       Status s = write_file_with(o.report_file, [&](std::ostream& out) {
         report::write_report_json(rep, out);

@@ -95,6 +95,28 @@ Expected<std::vector<std::uint64_t>> gather_u64(std::uint64_t value, int world) 
   return out;
 }
 
+Expected<std::vector<std::string>> gather_strings(const std::string& value, int world) {
+  int rank = 0;
+  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  const int n = static_cast<int>(value.size());
+  std::vector<int> sizes(static_cast<std::size_t>(world)), offsets(sizes.size());
+  TAWPIPE_MPI(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  int total = 0;
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    offsets[r] = total;
+    total += sizes[r];
+  }
+  std::string all(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
+  TAWPIPE_MPI(MPI_Gatherv(value.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(),
+                          MPI_CHAR, 0, MPI_COMM_WORLD));
+  std::vector<std::string> out;
+  if (rank != 0) return out;
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    out.push_back(
+        all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(sizes[r])));
+  return out;
+}
+
 Expected<WeightCheck> check_weights(const ir::Program& program, ir::Rank rank,
                                     const HostBackend& backend, const ReferenceTrainer* reference) {
   return check_weights(

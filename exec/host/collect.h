@@ -28,6 +28,9 @@ Expected<double> reduce_sum(double value);
 /// Per rank values gathered on rank 0.
 Expected<std::vector<std::uint64_t>> gather_u64(std::uint64_t value, int world);
 
+/// Every rank's `value` on rank 0, indexed by rank (others get an empty vector).
+Expected<std::vector<std::string>> gather_strings(const std::string& value, int world);
+
 /// Outcome of comparing every rank's weights with the reference.
 struct WeightCheck {
   double max_relative_diff = 0.0;  ///< over all weights-role buffers of all ranks
