@@ -125,4 +125,14 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
   return r;
 }
 
+std::vector<std::size_t> interleave_order(std::int64_t round, std::size_t n) {
+  std::vector<std::size_t> order(n);
+  if (n == 0) return order;
+  const auto shift = static_cast<std::size_t>(round / 2) % n;
+  for (std::size_t i = 0; i < n; ++i)
+    order[i] = (shift + i) % n;
+  if (round % 2 == 1) std::reverse(order.begin(), order.end());
+  return order;
+}
+
 }  // namespace tawpipe::exec

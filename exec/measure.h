@@ -1,9 +1,10 @@
 /// \file
 /// Turns what the interpreter measured on every rank into the simulator's report schema
 /// (common/report/report.h, kind "measured"), so `tawsim compare` and the Chrome-trace writer
-/// treat predicted and measured runs alike.
+/// treat predicted and measured runs alike; and the order of an interleaved launch's programs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,5 +30,13 @@ struct Measurement {
 /// on the last iteration. MFU/HFU are left 0 (a host has no meaningful peak FLOP/s).
 report::Report measured_report(const ir::Program& program, const model::ModelConfig& model,
                                const Measurement& m);
+
+/// The order in which an interleaved launch (`tawexec` given several programs) runs its `n`
+/// programs in timed round `round` (0-based): rotated by one program every second round, and
+/// every odd round the reverse of the round before it (0 1 2, 2 1 0, 1 2 0, 0 2 1, ...). So each
+/// program takes every position, and over two consecutive rounds every program's mean position
+/// is (n - 1) / 2: a speed change of the machine that is linear over the two rounds moves every
+/// program's mean step time alike, and pairs of programs run in both orders equally often.
+std::vector<std::size_t> interleave_order(std::int64_t round, std::size_t n);
 
 }  // namespace tawpipe::exec

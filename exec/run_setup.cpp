@@ -23,6 +23,7 @@ Expected<PreparedRun> prepare_run(const ProgramOptions& o) {
     auto program = ir::read_program_file(o.ir_file);
     if (!program.ok()) return program.error();
     run.program = std::move(*program);
+    run.label = o.ir_file;
     // The model is the program's; optimizer and seed come from the (default or --set) training
     // settings, which the topology does not affect.
     spec.model = run.program.header.model;
@@ -48,6 +49,7 @@ Expected<PreparedRun> prepare_run(const ProgramOptions& o) {
     auto program = schedules::build_program(*w, variants->front());
     if (!program.ok()) return program.error();
     run.program = std::move(*program);
+    run.label = variants->front().label;
     run.model = std::move(w->model);
     run.train = w->train;
     run.host_cpu = w->topology.host_cpu();

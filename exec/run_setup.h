@@ -31,6 +31,9 @@ struct ProgramOptions {
 /// A program ready to run, with the model and training settings it was made from.
 struct PreparedRun {
   ir::Program program;
+  /// What the user named: the --schedule item as written ("tawpipe[overlap=off]") or the --ir
+  /// file's path.
+  std::string label;
   model::ModelConfig model;
   model::TrainConfig train;  ///< optimizer and seed used by the backend and the reference
   /// The topology's `host:` section (CPU topologies): where the host backend pins each rank.
