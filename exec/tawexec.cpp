@@ -138,8 +138,9 @@ struct Job {
   std::unique_ptr<exec::host::HostBackend> backend;
   std::unique_ptr<exec::Interpreter> interpreter;
   /// Per step of this program, on this rank: loss sum, iteration time (s), begin (s on the
-  /// backend's CLOCK_MONOTONIC), the round and the position in it.
-  std::vector<double> loss_sums, times, begins;
+  /// backend's CLOCK_MONOTONIC), summed time of its compute ops (s), the round and the position
+  /// in it.
+  std::vector<double> loss_sums, times, begins, compute;
   std::vector<std::int64_t> rounds, positions;
   exec::IterationRecord last;
   /// Wake-ups of the communication threads' waits and where the cores' time went
@@ -352,6 +353,13 @@ int run(const Options& o) {
       job.loss_sums.push_back(job.backend->take_loss_sum());
       job.times.push_back(static_cast<double>(rec->end - rec->begin) * 1e-9);
       job.begins.push_back(static_cast<double>(rec->begin) * 1e-9);
+      const auto& ops = job.run.program.ranks[static_cast<std::size_t>(rank)].ops;
+      exec::Nanos compute_ns = 0;
+      for (const exec::OpTiming& t : rec->ops) {
+        if (ops[static_cast<std::size_t>(t.op)].kind == ir::OpKind::compute)
+          compute_ns += t.end - t.start;
+      }
+      job.compute.push_back(static_cast<double>(compute_ns) * 1e-9);
       job.rounds.push_back(round);
       job.positions.push_back(static_cast<std::int64_t>(pos));
       job.last = std::move(*rec);
@@ -389,6 +397,13 @@ int run(const Options& o) {
       losses.push_back(l / tokens);
     // The slowest rank's time per measured iteration (rank 0), in step order.
     const std::vector<double> timed(slowest.begin() + o.warmup, slowest.end());
+    // --step-times: compute ops' time per step summed over the ranks (the same work every step:
+    // how fast the cores computed in that step).
+    std::vector<double> compute(job.compute.size());
+    if (!o.step_times_file.empty()) {
+      MPI_Reduce(job.compute.data(), compute.data(), steps_done, MPI_DOUBLE, MPI_SUM, 0,
+                 MPI_COMM_WORLD);
+    }
 
     auto records = exec::host::gather_records(job.last, world);
     auto peaks = exec::host::gather_u64(job.backend->peak_bytes(), world);
@@ -437,9 +452,9 @@ int run(const Options& o) {
                              exec::host::describe_machine(job.cpu, static_cast<double>(o.steps)));
     for (std::size_t s = 0; s < slowest.size(); ++s) {
       const bool is_timed = static_cast<std::int64_t>(s) >= o.warmup;
-      step_rows += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{:.6f}\t{:.3f}\n", k + 1, job.run.label, s,
-                               is_timed ? 1 : 0, job.rounds[s], job.positions[s], job.begins[s],
-                               slowest[s] * 1e3);
+      step_rows += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{:.6f}\t{:.3f}\t{:.3f}\n", k + 1,
+                               job.run.label, s, is_timed ? 1 : 0, job.rounds[s], job.positions[s],
+                               job.begins[s], slowest[s] * 1e3, compute[s] * 1e3);
     }
     const std::string report_file = o.report_files.empty() ? "" : o.report_files[k];
     const std::string trace_file = o.trace_files.empty() ? "" : o.trace_files[k];
@@ -468,7 +483,8 @@ int run(const Options& o) {
     // One row per step of every program, in program order: round and position say when it ran
     // (rounds count the warm-up ones), begin is rank 0's CLOCK_MONOTONIC at the step's start.
     Status s = write_file_with(o.step_times_file, [&](std::ostream& out) {
-      out << "program\tlabel\tstep\ttimed\tround\tposition\tbegin_s\tms_slowest_rank\n"
+      out << "program\tlabel\tstep\ttimed\tround\tposition\tbegin_s\tms_slowest_rank\t"
+             "compute_ms_all_ranks\n"
           << step_rows;
       return Status::success();
     });

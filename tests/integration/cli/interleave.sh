@@ -43,8 +43,8 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
 n, steps, warmup = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 assert len(rows) == n * (steps + warmup), f"{len(rows)} rows"
 rounds = {}
-for program, label, step, timed, rnd, pos, begin, ms in rows:
-    assert float(ms) > 0, ms
+for program, label, step, timed, rnd, pos, begin, ms, compute in rows:
+    assert float(ms) > 0 and float(compute) > 0, (ms, compute)
     assert (int(step) >= warmup) == (timed == "1"), (step, timed)
     rounds.setdefault(int(rnd), []).append((int(pos), int(program), float(begin)))
 assert sorted(rounds) == list(range(steps + warmup)), sorted(rounds)
