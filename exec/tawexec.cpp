@@ -149,18 +149,9 @@ struct Job {
   exec::host::CpuSnapshot cpu;
 };
 
-/// Adds `diff` (a cpu_difference) to `sum`.
+/// Adds `diff` (a cpu_difference) to `sum` (exec/host/cpu_account.h).
 void add_cpu(exec::host::CpuSnapshot& sum, const exec::host::CpuSnapshot& diff) {
-  for (const auto& [name, use] : diff.threads) {
-    exec::host::ThreadUse& t = sum.threads[name];
-    t.cpu_ns += use.cpu_ns;
-    t.queue_ns += use.queue_ns;
-    t.voluntary += use.voluntary;
-    t.involuntary += use.involuntary;
-  }
-  sum.idle_ticks += diff.idle_ticks;
-  sum.steal_ticks += diff.steal_ticks;
-  sum.ticks += diff.ticks;
+  exec::host::cpu_accumulate(sum, diff);
 }
 
 /// "" with one program (the output of a single run stays as it was), "#k LABEL: " with several.

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "exec/host/doorbell.h"
+
 #include <cstdarg>
 #include <cstdio>
 
@@ -62,18 +64,25 @@ CpuSnapshot take_cpu_snapshot() {
     }
     closedir(d);
   }
-  // The first line of /proc/stat sums every CPU: user nice system idle iowait irq softirq
-  // steal guest guest_nice (guest time is counted in user already).
-  std::istringstream s(read_first_line("/proc/stat"));
-  std::string cpu;
-  s >> cpu;
-  std::uint64_t v[8] = {};
-  for (std::uint64_t& x : v)
-    s >> x;
-  snap.idle_ticks = v[3] + v[4];
-  snap.steal_ticks = v[7];
-  for (std::uint64_t x : v)
-    snap.ticks += x;
+  // /proc/stat: "cpu" sums every CPU, then "cpuN" each: user nice system idle iowait irq
+  // softirq steal guest guest_nice (guest time is counted in user already).
+  std::ifstream stat("/proc/stat");
+  for (std::string line; std::getline(stat, line);) {
+    if (line.rfind("cpu", 0) != 0) break;
+    std::istringstream s(line);
+    std::string cpu;
+    s >> cpu;
+    std::uint64_t v[8] = {};
+    for (std::uint64_t& x : v)
+      s >> x;
+    const CpuTicks t{v[0] + v[1], v[2] + v[5] + v[6], v[3] + v[4], v[7]};
+    if (cpu == "cpu") {
+      snap.all = t;
+    } else {
+      snap.cpus.push_back(t);
+    }
+  }
+  snap.doorbell_timeouts = doorbell_timeouts();
   return snap;
 }
 
@@ -86,17 +95,44 @@ CpuSnapshot cpu_difference(const CpuSnapshot& before, const CpuSnapshot& after) 
     d.threads[name] = {minus(a.cpu_ns, b.cpu_ns), minus(a.queue_ns, b.queue_ns),
                        minus(a.voluntary, b.voluntary), minus(a.involuntary, b.involuntary)};
   }
-  d.idle_ticks = minus(after.idle_ticks, before.idle_ticks);
-  d.steal_ticks = minus(after.steal_ticks, before.steal_ticks);
-  d.ticks = minus(after.ticks, before.ticks);
+  auto ticks = [&](const CpuTicks& a, const CpuTicks& b) {
+    return CpuTicks{minus(a.user, b.user), minus(a.system, b.system), minus(a.idle, b.idle),
+                    minus(a.steal, b.steal)};
+  };
+  d.all = ticks(after.all, before.all);
+  for (std::size_t c = 0; c < after.cpus.size(); ++c)
+    d.cpus.push_back(ticks(after.cpus[c], c < before.cpus.size() ? before.cpus[c] : CpuTicks{}));
+  d.doorbell_timeouts = minus(after.doorbell_timeouts, before.doorbell_timeouts);
   return d;
 }
 
+void cpu_accumulate(CpuSnapshot& sum, const CpuSnapshot& diff) {
+  for (const auto& [name, use] : diff.threads) {
+    ThreadUse& t = sum.threads[name];
+    t.cpu_ns += use.cpu_ns;
+    t.queue_ns += use.queue_ns;
+    t.voluntary += use.voluntary;
+    t.involuntary += use.involuntary;
+  }
+  auto add = [](CpuTicks& a, const CpuTicks& b) {
+    a.user += b.user;
+    a.system += b.system;
+    a.idle += b.idle;
+    a.steal += b.steal;
+  };
+  add(sum.all, diff.all);
+  if (sum.cpus.size() < diff.cpus.size()) sum.cpus.resize(diff.cpus.size());
+  for (std::size_t c = 0; c < diff.cpus.size(); ++c)
+    add(sum.cpus[c], diff.cpus[c]);
+  sum.doorbell_timeouts += diff.doorbell_timeouts;
+}
+
 std::string describe_threads(const CpuSnapshot& diff, double steps) {
-  std::string out;
+  std::string out =
+      format("doorbell timeouts %.0f", static_cast<double>(diff.doorbell_timeouts) / steps);
   for (const auto& [name, u] : diff.threads) {
     if (u.cpu_ns == 0 && u.voluntary == 0 && u.involuntary == 0) continue;
-    if (!out.empty()) out += ", ";
+    out += ", ";
     out += format("%s %.1f cpu %.1f queue %.0f/%.0f cs", name.c_str(),
                   1e-6 * static_cast<double>(u.cpu_ns) / steps,
                   1e-6 * static_cast<double>(u.queue_ns) / steps,
@@ -107,11 +143,17 @@ std::string describe_threads(const CpuSnapshot& diff, double steps) {
 }
 
 std::string describe_machine(const CpuSnapshot& diff, double steps) {
-  const double ms_per_tick = 1e3 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return format("idle %.1f steal %.1f of %.1f",
-                static_cast<double>(diff.idle_ticks) * ms_per_tick / steps,
-                static_cast<double>(diff.steal_ticks) * ms_per_tick / steps,
-                static_cast<double>(diff.ticks) * ms_per_tick / steps);
+  const double ms = 1e3 / static_cast<double>(sysconf(_SC_CLK_TCK)) / steps;
+  auto one = [&](const CpuTicks& t) {
+    return format("user %.0f sys %.0f idle %.0f steal %.0f of %.0f",
+                  static_cast<double>(t.user) * ms, static_cast<double>(t.system) * ms,
+                  static_cast<double>(t.idle) * ms, static_cast<double>(t.steal) * ms,
+                  static_cast<double>(t.total()) * ms);
+  };
+  std::string out = one(diff.all) + " (";
+  for (std::size_t c = 0; c < diff.cpus.size(); ++c)
+    out += (c ? "; cpu" : "cpu") + std::to_string(c) + " " + one(diff.cpus[c]);
+  return out + ")";
 }
 
 }  // namespace tawpipe::exec::host

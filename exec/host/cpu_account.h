@@ -28,11 +28,20 @@ struct ThreadUse {
   std::uint64_t involuntary = 0;
 };
 
+/// One CPU's (or all CPUs') time by state, in USER_HZ ticks (/proc/stat).
+struct CpuTicks {
+  std::uint64_t user = 0;    ///< user + nice
+  std::uint64_t system = 0;  ///< system + irq + softirq
+  std::uint64_t idle = 0;    ///< idle + iowait
+  std::uint64_t steal = 0;   ///< a hypervisor's other guests
+  std::uint64_t total() const { return user + system + idle + steal; }
+};
+
 struct CpuSnapshot {
   std::map<std::string, ThreadUse> threads;  ///< by class name, summed over its threads
-  std::uint64_t idle_ticks = 0;              ///< all CPUs: idle + iowait (USER_HZ ticks)
-  std::uint64_t steal_ticks = 0;             ///< all CPUs (a hypervisor's other guests)
-  std::uint64_t ticks = 0;                   ///< all CPUs, every state
+  CpuTicks all;                              ///< every CPU
+  std::vector<CpuTicks> cpus;                ///< by CPU id
+  std::uint64_t doorbell_timeouts = 0;       ///< exec/host/doorbell.h, this process
 };
 
 /// Reads the current counters (threads that ended since an earlier snapshot drop out: the
@@ -42,11 +51,17 @@ CpuSnapshot take_cpu_snapshot();
 /// `after` - `before`, per class (classes only in `after` count from zero).
 CpuSnapshot cpu_difference(const CpuSnapshot& before, const CpuSnapshot& after);
 
+/// Adds `diff` (a cpu_difference) to `sum`: every counter, per class and per CPU.
+void cpu_accumulate(CpuSnapshot& sum, const CpuSnapshot& diff);
+
 /// One line per rank for the log: each class's CPU ms, run-queue ms and context switches
 /// (voluntary/involuntary), divided by `steps`: "compute 1790.2 cpu 210.4 queue 12/340 cs".
 std::string describe_threads(const CpuSnapshot& diff, double steps);
 
-/// The machine's idle and steal core-milliseconds per step ("idle 512.0 steal 0.0 of 7680.0").
+/// The machine's core-milliseconds per step by state, all CPUs then each one:
+/// "user 7100.0 sys 80.0 idle 512.0 steal 0.0 of 7692.0 (cpu0 user ... ; cpu1 ...)". With the
+/// ranks' thread CPU times, user + sys - their sum is what other processes (mpirun, the
+/// kernel's threads) took.
 std::string describe_machine(const CpuSnapshot& diff, double steps);
 
 }  // namespace tawpipe::exec::host

@@ -3,6 +3,7 @@
 // happened between them.
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
@@ -22,7 +23,7 @@ double thread_cpu_ms() {
 
 TEST(CpuAccount, ChargesANamedThreadItsCpuTimeAndSleeps) {
   const CpuSnapshot before = take_cpu_snapshot();
-  EXPECT_GT(before.ticks, 0u);  // /proc/stat read
+  EXPECT_GT(before.all.total(), 0u);  // /proc/stat read
   std::thread worker([] {
     prctl(PR_SET_NAME, "acct_worker", 0UL, 0UL, 0UL);
     const double t0 = thread_cpu_ms();
@@ -50,7 +51,8 @@ TEST(CpuAccount, ChargesANamedThreadItsCpuTimeAndSleeps) {
   EXPECT_GT(before.threads.at(self).cpu_ns, 0u);
   EXPECT_EQ(diff.threads.at(self).cpu_ns,
             after.threads.at(self).cpu_ns - before.threads.at(self).cpu_ns);
-  EXPECT_GE(after.ticks, before.ticks);
+  EXPECT_GE(after.all.total(), before.all.total());
+  EXPECT_EQ(after.cpus.size(), static_cast<std::size_t>(sysconf(_SC_NPROCESSORS_CONF)));
 }
 
 TEST(CpuAccount, DifferencePerClassAndDescription) {
@@ -58,10 +60,12 @@ TEST(CpuAccount, DifferencePerClassAndDescription) {
   a.threads["compute"] = {1'000'000, 0, 2, 1};
   b.threads["compute"] = {5'000'000, 2'000'000, 6, 3};
   b.threads["ring"] = {4'000'000, 0, 10, 0};  // started after `a`: counted from zero
-  a.idle_ticks = 10;
-  b.idle_ticks = 30;
-  a.ticks = 100;
-  b.ticks = 300;
+  a.all = {50, 20, 10, 0};
+  b.all = {150, 60, 30, 0};
+  a.cpus = {{20, 10, 5, 0}, {30, 10, 5, 0}};
+  b.cpus = {{60, 30, 15, 0}, {90, 30, 15, 0}};
+  a.doorbell_timeouts = 3;
+  b.doorbell_timeouts = 7;
   const CpuSnapshot d = cpu_difference(a, b);
   EXPECT_EQ(d.threads.at("compute").cpu_ns, 4'000'000u);
   EXPECT_EQ(d.threads.at("compute").queue_ns, 2'000'000u);
@@ -69,9 +73,20 @@ TEST(CpuAccount, DifferencePerClassAndDescription) {
   EXPECT_EQ(d.threads.at("compute").involuntary, 2u);
   EXPECT_EQ(d.threads.at("ring").cpu_ns, 4'000'000u);
   EXPECT_EQ(describe_threads(d, 2.0),
-            "compute 2.0 cpu 1.0 queue 2/1 cs, ring 2.0 cpu 0.0 queue 5/0 cs");
-  EXPECT_EQ(d.idle_ticks, 20u);
-  EXPECT_EQ(d.ticks, 200u);
+            "doorbell timeouts 2, compute 2.0 cpu 1.0 queue 2/1 cs, ring 2.0 cpu 0.0 queue 5/0 cs");
+  EXPECT_EQ(d.all.idle, 20u);
+  EXPECT_EQ(d.all.total(), 160u);
+  ASSERT_EQ(d.cpus.size(), 2u);
+  EXPECT_EQ(d.cpus[1].user, 60u);
+  EXPECT_EQ(d.cpus[1].system, 20u);
+  CpuSnapshot sum;  // two intervals add up
+  cpu_accumulate(sum, d);
+  cpu_accumulate(sum, d);
+  EXPECT_EQ(sum.threads.at("compute").cpu_ns, 8'000'000u);
+  EXPECT_EQ(sum.all.total(), 320u);
+  ASSERT_EQ(sum.cpus.size(), 2u);
+  EXPECT_EQ(sum.cpus[0].user, 80u);
+  EXPECT_EQ(sum.doorbell_timeouts, 8u);
 }
 
 }  // namespace
