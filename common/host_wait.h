@@ -37,19 +37,20 @@ inline constexpr std::int64_t kLongWaitMaxSleepNs = 2'000'000;
 /// Immediate re-tests before the first sleep (each a few hundred nanoseconds of MPI_Testsome).
 inline constexpr int kSpinPolls = 8;
 
-/// Shortest timeout of a sleep on a doorbell (exec/host/doorbell.h: point-to-point waits whose
-/// peer rings when the op can complete): a safety net for progress no bell announces (another
-/// thread of the process may complete this thread's receive inside its own test), rare enough
-/// that its wake-ups cost little (bench_overlap counts the timeouts) and short enough that a
-/// missed bell costs about a millisecond, not a hang. A long wait backs off as the timer schedule
-/// does (1/kLongWaitSleepDivisor of the wait so far, at most kLongWaitMaxSleepNs), so it never
-/// wakes more often than the timer schedule would.
-inline constexpr std::int64_t kDoorbellTimeoutNs = 1'000'000;
+/// Timeout of a sleep on a doorbell (exec/host/doorbell.h: point-to-point waits whose peer
+/// rings this thread's slot when the op can complete): only a safety net, since every event that
+/// can complete a point-to-point op rings the slot of the thread that waits for it. It was 1 ms
+/// (2 ms in long waits) while one bell per rank served every thread; those timeouts were almost
+/// all of the doorbell wake-ups (CPU accounting, 2x2-cpu, quiet: 1809 of 1862 sleeps per step on
+/// 1F1B's rank 0, 3694 of 5185 on FSDP's rank 1), each costing the compute thread beside it
+/// host.wakeup_cost (~50 us) while the rank waited for a peer. At 20 ms, a wait wakes at most
+/// 50 times a second (0.3 % of the core at that cost), and a missed bell costs 20 ms, not a hang.
+inline constexpr std::int64_t kDoorbellTimeoutNs = 20'000'000;
 
-/// The timeout of a sleep on a doorbell when the wait has lasted `waited_ns`.
-constexpr std::int64_t doorbell_timeout_ns(std::int64_t waited_ns) {
-  return std::clamp(waited_ns / kLongWaitSleepDivisor, kDoorbellTimeoutNs,
-                    std::max(kDoorbellTimeoutNs, kLongWaitMaxSleepNs));
+/// The timeout of a sleep on a doorbell when the wait has lasted `waited_ns` (kDoorbellTimeoutNs
+/// at any length: the long waits' backoff of the timer schedule is shorter).
+constexpr std::int64_t doorbell_timeout_ns(std::int64_t /*waited_ns*/) {
+  return kDoorbellTimeoutNs;
 }
 
 /// The sleep after one of `sleep_ns` when the wait has lasted `waited_ns`.
@@ -87,20 +88,9 @@ void for_each_sleep(std::int64_t wait_ns, std::int64_t overshoot_ns, Each&& each
 template <class Each>
 void for_each_doorbell_sleep(std::int64_t wait_ns, Each&& each) {
   if (wait_ns <= 0) return;
-  std::int64_t t = 0;
-  for (;;) {
-    const std::int64_t timeout = doorbell_timeout_ns(t);
-    if (timeout == kLongWaitMaxSleepNs && t + timeout < wait_ns) {  // the rest at once
-      const std::int64_t n = (wait_ns - t - 1) / timeout;
-      each(timeout, static_cast<double>(n));
-      t += n * timeout;
-      break;
-    }
-    if (t + timeout >= wait_ns) break;
-    each(timeout, 1.0);
-    t += timeout;
-  }
-  each(wait_ns - t, 1.0);
+  const std::int64_t n = (wait_ns - 1) / kDoorbellTimeoutNs;  // timeouts that end inside
+  if (n > 0) each(kDoorbellTimeoutNs, static_cast<double>(n));
+  each(wait_ns - n * kDoorbellTimeoutNs, 1.0);
 }
 
 /// Wake-ups of a wait on a doorbell that lasts `wait_ns` (for_each_doorbell_sleep).

@@ -8,6 +8,7 @@
 
 #include "common/ir/builder.h"
 #include "common/model/presets.h"
+#include "exec/host/doorbell.h"
 #include "exec/host/host_backend.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
@@ -121,7 +122,7 @@ Expected<Timing> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget
         for (int leg = 0; leg < 2; ++leg) {
           PostedOp op;
           const bool send = (leg == 0) == (me == 0);
-          TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op));
+          TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op, doorbell_slot()));
           TAWPIPE_TRY(wait_one(op));
         }
         return Status::success();

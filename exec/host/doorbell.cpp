@@ -18,8 +18,8 @@
 namespace tawpipe::exec::host {
 namespace {
 
-/// One rank's doorbell, at the start of its segment of the shared window (kBellBytes, so two
-/// ranks' bells never share a cache line). MPI aligns a segment only to the futex word's
+/// One bell of a rank, kBellBytes apart in its segment of the shared window (kDoorbellSlots
+/// bells, so two bells never share a cache line). MPI aligns a segment only to the futex word's
 /// 4 bytes, not to a cache line: no alignas.
 constexpr MPI_Aint kBellBytes = 64;
 struct Bell {
@@ -31,13 +31,20 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 struct Doorbells {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Win win = MPI_WIN_NULL;
-  std::vector<Bell*> by_world;  ///< null for ranks of other hosts
-  Bell* mine = nullptr;
+  std::vector<Bell*> by_world;  ///< slot 0 of each rank; null for ranks of other hosts
+  Bell* mine = nullptr;         ///< slot 0 of this rank
   std::atomic<std::uint64_t> timeouts{0};
 };
 
 /// Written once by install_doorbells (before any stream thread exists), read by every thread.
 Doorbells* g_bells = nullptr;
+
+/// The calling thread's slot (set_doorbell_slot).
+thread_local int t_slot = 0;
+
+Bell* slot_of(Bell* slot0, int slot) {
+  return reinterpret_cast<Bell*>(reinterpret_cast<char*>(slot0) + kBellBytes * slot);
+}
 
 long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* t) {
   // Shared (not FUTEX_PRIVATE_FLAG): the word lives in memory mapped by several processes.
@@ -69,13 +76,15 @@ Status install_doorbells() {
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &bells->node));
   void* base = nullptr;
   static_assert(sizeof(Bell) <= kBellBytes && alignof(Bell) <= 4);
-  TAWPIPE_MPI(
-      MPI_Win_allocate_shared(kBellBytes, 1, MPI_INFO_NULL, bells->node, &base, &bells->win));
+  TAWPIPE_MPI(MPI_Win_allocate_shared(kBellBytes * kDoorbellSlots, 1, MPI_INFO_NULL, bells->node,
+                                      &base, &bells->win));
   int world = 0, local = 0;
   TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   TAWPIPE_MPI(MPI_Comm_size(bells->node, &local));
   bells->by_world.assign(static_cast<std::size_t>(world), nullptr);
-  bells->mine = new (base) Bell;
+  bells->mine = static_cast<Bell*>(base);
+  for (int k = 0; k < kDoorbellSlots; ++k)
+    new (slot_of(bells->mine, k)) Bell;
   TAWPIPE_MPI(MPI_Barrier(bells->node));  // every bell constructed before anyone rings
   MPI_Group world_group, node_group;
   TAWPIPE_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
@@ -155,9 +164,17 @@ bool can_ring(int world) {
          g_bells->by_world[static_cast<std::size_t>(world)] != nullptr;
 }
 
-void ring(int world) {
+void set_doorbell_slot(int slot) {
+  t_slot = ((slot % kDoorbellSlots) + kDoorbellSlots) % kDoorbellSlots;
+}
+
+int doorbell_slot() {
+  return t_slot;
+}
+
+void ring(int world, int slot) {
   if (!can_ring(world)) return;
-  Bell* b = g_bells->by_world[static_cast<std::size_t>(world)];
+  Bell* b = slot_of(g_bells->by_world[static_cast<std::size_t>(world)], slot);
   // The increment is ordered before the sleeper check (seq_cst); a sleeper registers before it
   // rechecks the count in FUTEX_WAIT, so either it sees the new count or this sees it.
   b->count.fetch_add(1);
@@ -165,11 +182,11 @@ void ring(int world) {
 }
 
 std::uint32_t doorbell_count() {
-  return g_bells->mine->count.load();
+  return slot_of(g_bells->mine, t_slot)->count.load();
 }
 
 bool sleep_on_doorbell(std::uint32_t seen, std::int64_t timeout_ns) {
-  Bell* b = g_bells->mine;
+  Bell* b = slot_of(g_bells->mine, t_slot);
   b->sleepers.fetch_add(1);
   const timespec t{static_cast<time_t>(timeout_ns / 1'000'000'000),
                    static_cast<long>(timeout_ns % 1'000'000'000)};

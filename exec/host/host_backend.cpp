@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exec/host/compute_ops.h"
+#include "exec/host/doorbell.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
 #include "exec/math/init.h"
@@ -70,6 +71,9 @@ struct HostBackend::Impl {
   std::vector<std::vector<MpiComm>> coll_comms;  ///< [comm][stream]: collectives
   std::vector<std::vector<int>> comm_rank;       ///< [comm][global rank] -> rank in comm, or -1
   std::vector<int> tags;                         ///< per op: p2p tag
+  /// Per op (p2p): the IR stream of the peer's matching op, whose thread waits on that doorbell
+  /// slot (exec/host/doorbell.h).
+  std::vector<int> peer_slots;
   int tag_ub = 32767;
 
   std::vector<Completion> local_done;  ///< alloc/free completed inline (interpreter thread)
@@ -141,12 +145,14 @@ struct HostBackend::Impl {
 
   void plan_zeroing(const ir::RankProgram& rp);
 
-  void stream_loop(StreamThread& st, const std::string& name) {
+  void stream_loop(StreamThread& st, const std::string& name, int stream) {
     // Named after its IR stream (15 characters at most), for perf sched / top -H.
     prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0UL, 0UL, 0UL);
     // Sleeps of the MPI waits (mpi_ops.h) are microseconds: without this, Linux rounds every
     // sleep of a normal thread up by its 50 us default timer slack.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    // Rung only for this stream's ops (exec/host/doorbell.h).
+    set_doorbell_slot(stream);
     std::vector<Completion> out;
     for (;;) {
       std::vector<ir::OpIndex> batch;
@@ -293,7 +299,8 @@ Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp* posted) {
     auto buf = access(is_send ? ir::reads(rp, op)[0] : ir::writes(rp, op)[0]);
     if (!buf.ok()) return buf.error();
     return post_p2p(is_send, buf->data(), op.bytes, comm_rank[c][static_cast<std::size_t>(op.peer)],
-                    tags[static_cast<std::size_t>(index)], comms[c].get(), *posted);
+                    tags[static_cast<std::size_t>(index)], comms[c].get(), *posted,
+                    peer_slots[static_cast<std::size_t>(index)]);
   }
   const auto reads = ir::reads(rp, op);
   const auto writes = ir::writes(rp, op);
@@ -445,6 +452,30 @@ Status HostBackend::Impl::prepare_comms(const ir::Program& p) {
   return Status::success();
 }
 
+std::vector<int> peer_streams_of_p2p(const ir::Program& program, ir::Rank rank) {
+  // The k-th send (recv) of `rank` to (from) a peer on a communicator matches the peer's k-th
+  // recv (send) from (to) `rank` there (MPI matching by tag = k, prepare()).
+  std::map<std::tuple<ir::CommId, ir::Rank, bool>, std::vector<ir::StreamId>> theirs;
+  for (std::size_t r = 0; r < program.ranks.size(); ++r) {
+    for (const ir::Op& op : program.ranks[r].ops) {
+      if ((op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) || op.peer != rank) continue;
+      theirs[{op.comm, static_cast<ir::Rank>(r), op.kind == ir::OpKind::send}].push_back(op.stream);
+    }
+  }
+  const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
+  std::vector<int> out(rp.ops.size(), 0);
+  std::map<std::tuple<ir::CommId, ir::Rank, bool>, std::size_t> next;
+  for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+    const ir::Op& op = rp.ops[i];
+    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
+    const bool is_send = op.kind == ir::OpKind::send;
+    const std::size_t k = next[{op.comm, op.peer, is_send}]++;
+    const auto it = theirs.find({op.comm, op.peer, !is_send});
+    if (it != theirs.end() && k < it->second.size()) out[i] = static_cast<int>(it->second[k]);
+  }
+  return out;
+}
+
 HostBackend::HostBackend(HostOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
 }
@@ -498,6 +529,7 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   // Point-to-point tags: the k-th send (recv) to (from) a peer on a communicator gets tag k.
   const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
   m.tags.assign(rp.ops.size(), 0);
+  m.peer_slots = peer_streams_of_p2p(program, rank);
   std::map<std::tuple<ir::CommId, ir::Rank, bool>, int> next_tag;
   for (std::size_t i = 0; i < rp.ops.size(); ++i) {
     const ir::Op& op = rp.ops[i];
@@ -535,7 +567,9 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
     st = std::make_unique<StreamThread>();
     StreamThread* raw = st.get();
     st->thread = std::thread(
-        [this, raw, name = program.streams[op.stream]] { impl_->stream_loop(*raw, name); });
+        [this, raw, name = program.streams[op.stream], stream = static_cast<int>(op.stream)] {
+          impl_->stream_loop(*raw, name, stream);
+        });
   }
   return Status::success();
 }

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "common/model/model.h"
 #include "common/model/train_config.h"
@@ -39,6 +40,10 @@ struct HostOptions {
   model::AdamWConfig optimizer;
   std::uint64_t seed = 1234;
 };
+
+/// Per op of `rank` (0 for ops that are not sends or receives): the IR stream of the peer's op
+/// that matches it, whose thread waits for it on that doorbell slot (exec/host/doorbell.h).
+std::vector<int> peer_streams_of_p2p(const ir::Program& program, ir::Rank rank);
 
 class HostBackend final : public Backend {
  public:

@@ -158,7 +158,7 @@ FifoWhileWaiting::~FifoWhileWaiting() {
 }
 
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
-                PostedOp& out) {
+                PostedOp& out, int peer_slot) {
   if (is_send) {
     TAWPIPE_MPI(MPI_Isend(data, to_int(bytes), MPI_BYTE, peer, tag, comm, &out.request));
   } else {
@@ -166,7 +166,8 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
   }
   out.is_recv = !is_send;
   out.peer_world = world_rank_of(comm, peer);
-  ring(out.peer_world);
+  out.peer_slot = peer_slot;
+  ring(out.peer_world, peer_slot);
   return Status::success();
 }
 
@@ -216,7 +217,8 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
         PostedOp& op = ops[slot[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]];
         op.request = MPI_REQUEST_NULL;
         if (op.copy_to != nullptr) std::copy_n(op.staging.get(), op.staged, op.copy_to);
-        if (op.is_recv) ring(op.peer_world);  // its acknowledgement (FIN) is on the way
+        if (op.is_recv)
+          ring(op.peer_world, op.peer_slot);  // its acknowledgement (FIN) is on the way
         unrung -= !can_ring(op.peer_world);
         on_done(static_cast<std::size_t>(&op - ops.data()));
       }
@@ -237,14 +239,13 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     if (polls < kSpinPolls) {
       ++polls;  // test again at once: a message about to land costs no sleep
     } else if (unrung == 0) {
-      // Every pending op is announced by a peer's bell. A ring wakes every sleeping thread of
-      // the process (FUTEX_WAKE of all), and each tests: MPI progress is per process, so
-      // another thread's test may complete this thread's receive, but it does so in a test
-      // that follows a ring this thread also woke for, and under SCHED_FIFO on one core the
-      // threads woken by one ring test one after another. What no bell announces is left to the
-      // timeout (host_wait::doorbell_timeout_ns). Until this change a second waiting thread
-      // sent both to the timer schedule, so FSDP (all-gather and reduce-scatter threads
-      // waiting at once) made 1700-2100 timer wake-ups per step on its leading rank.
+      // Every pending op is announced by a peer's bell: the peer rings this thread's slot
+      // (exec/host/doorbell.h), so rings for the process's other waiting threads do not wake
+      // this one. MPI progress is per process, so another thread's test may complete this
+      // thread's op, but only after a ring to this slot made it completable: the woken thread
+      // finds it complete (MPI_Testsome checks before it progresses); the threads of a rank run
+      // under SCHED_FIFO on one core, one after another. What no bell announces is left to the
+      // timeout (host_wait::doorbell_timeout_ns).
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();
@@ -275,8 +276,10 @@ constexpr int kDirectTag = 1;
 Status post_floats(bool is_send, float* data, std::size_t floats, int peer, MPI_Comm comm,
                    std::vector<PostedOp>& ops) {
   ops.emplace_back();
+  // The peers' threads that run this collective carry the same IR stream (their MPI
+  // communicator is that stream's, exec/host/host_backend.h), so they wait on this slot too.
   return post_p2p(is_send, data, 4 * static_cast<std::uint64_t>(floats), peer, kDirectTag, comm,
-                  ops.back());
+                  ops.back(), doorbell_slot());
 }
 
 Status wait_every(std::vector<PostedOp>& ops) {

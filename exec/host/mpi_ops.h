@@ -115,6 +115,7 @@ struct PostedOp {
   /// Point-to-point: the peer's world rank, whose doorbell announces this op's progress
   /// (exec/host/doorbell.h), or -1 (collectives of libnbc: no bell, the wait uses timers).
   int peer_world = -1;
+  int peer_slot = 0;  ///< the doorbell slot of the peer's thread that waits for the matching op
   bool is_recv = false;
 };
 
@@ -172,9 +173,10 @@ Status run_direct(const CollectiveArgs& args);
 Status run_alone(const CollectiveArgs& args);
 
 /// Posts a send (or receive) of `bytes` bytes of `data` to (from) `peer` in `comm` with `tag`,
-/// and rings the peer's doorbell (exec/host/doorbell.h).
+/// and rings the peer's doorbell `peer_slot`: that of its thread that waits for the matching op
+/// (exec/host/doorbell.h).
 Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag, MPI_Comm comm,
-                PostedOp& out);
+                PostedOp& out, int peer_slot);
 
 /// Sleeps wait_all has taken on the calling thread so far (each one a wake-up, timer or doorbell):
 /// calibration takes the wake-ups' own CPU time out of a transfer's measured CPU time.

@@ -102,7 +102,7 @@ void transfer(int rank, std::vector<char>& buf, std::vector<char>& dst, int mess
     PostedOp op;
     const bool send = rank == 0;
     if (!tawpipe::exec::host::post_p2p(send, buf.data(), buf.size(), send ? 1 : 0, 7,
-                                       MPI_COMM_WORLD, op)
+                                       MPI_COMM_WORLD, op, tawpipe::exec::host::doorbell_slot())
              .ok())
       MPI_Abort(MPI_COMM_WORLD, 1);
     if (!tawpipe::exec::host::wait_all(

@@ -489,10 +489,10 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   const ir::CommId pair = b.communicator("pair", {0, 1});
   const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
   const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
-  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(1e9)), {}, {});
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
   b.send(0, 0, 1, pair, Bytes(4), x);  // after the compute (stream order)
   b.recv(1, side, 0, pair, Bytes(4), y);
-  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
   const ir::Program p = std::move(b).finish();
   profile::Profile prof;
   prof.host = profile::HostProfile{};
