@@ -43,11 +43,36 @@ bool compared(const ir::Buffer& b) {
          b.initial.kind == ir::TensorKind::weights;
 }
 
+/// Rank 0 receives every rank's `count` values of `type` from `data`, concatenated in rank
+/// order (`all`, with each rank's `counts` and `offsets` into it); other ranks get empty vectors.
+template <typename T>
+struct Gathered {
+  std::vector<T> all;
+  std::vector<int> counts, offsets;
+};
+template <typename T>
+Expected<Gathered<T>> gather_to_root(const T* data, int count, MPI_Datatype type, int world) {
+  int rank = 0;
+  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  Gathered<T> g;
+  g.counts.resize(static_cast<std::size_t>(world));
+  g.offsets.resize(g.counts.size());
+  TAWPIPE_MPI(MPI_Gather(&count, 1, MPI_INT, g.counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  int total = 0;
+  for (std::size_t r = 0; r < g.counts.size(); ++r) {
+    g.offsets[r] = total;
+    total += g.counts[r];
+  }
+  g.all.resize(rank == 0 ? static_cast<std::size_t>(total) : 0);
+  TAWPIPE_MPI(MPI_Gatherv(data, count, type, g.all.data(), g.counts.data(), g.offsets.data(), type,
+                          0, MPI_COMM_WORLD));
+  if (rank != 0) g.counts.clear();
+  return g;
+}
+
 }  // namespace
 
 Expected<std::vector<IterationRecord>> gather_records(const IterationRecord& mine, int world) {
-  int rank = 0;
-  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   // Flatten: [begin, end, (op, start, end)...] as int64.
   std::vector<std::int64_t> flat = {mine.begin, mine.end};
   for (const OpTiming& t : mine.ops) {
@@ -55,25 +80,15 @@ Expected<std::vector<IterationRecord>> gather_records(const IterationRecord& min
     flat.push_back(t.start);
     flat.push_back(t.end);
   }
-  const int count = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<std::size_t>(world)), displs(counts.size());
-  TAWPIPE_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  int total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    displs[r] = total;
-    total += counts[r];
-  }
-  std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(total) : 0);
-  TAWPIPE_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), displs.data(),
-                          MPI_INT64_T, 0, MPI_COMM_WORLD));
+  auto g = gather_to_root(flat.data(), static_cast<int>(flat.size()), MPI_INT64_T, world);
+  if (!g.ok()) return g.error();
   std::vector<IterationRecord> out;
-  if (rank != 0) return out;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    const std::int64_t* p = all.data() + displs[r];
+  for (std::size_t r = 0; r < g->counts.size(); ++r) {  // rank 0 only: counts empty elsewhere
+    const std::int64_t* p = g->all.data() + g->offsets[r];
     IterationRecord rec;
     rec.begin = p[0];
     rec.end = p[1];
-    const auto ops = static_cast<std::size_t>((counts[r] - 2) / 3);
+    const auto ops = static_cast<std::size_t>((g->counts[r] - 2) / 3);
     for (std::size_t i = 0; i < ops; ++i) {
       rec.ops.push_back(
           OpTiming{static_cast<ir::OpIndex>(p[2 + 3 * i]), p[3 + 3 * i], p[4 + 3 * i]});
@@ -96,24 +111,11 @@ Expected<std::vector<std::uint64_t>> gather_u64(std::uint64_t value, int world) 
 }
 
 Expected<std::vector<std::string>> gather_strings(const std::string& value, int world) {
-  int rank = 0;
-  TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  const int n = static_cast<int>(value.size());
-  std::vector<int> sizes(static_cast<std::size_t>(world)), offsets(sizes.size());
-  TAWPIPE_MPI(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  int total = 0;
-  for (std::size_t r = 0; r < sizes.size(); ++r) {
-    offsets[r] = total;
-    total += sizes[r];
-  }
-  std::string all(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
-  TAWPIPE_MPI(MPI_Gatherv(value.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(),
-                          MPI_CHAR, 0, MPI_COMM_WORLD));
+  auto g = gather_to_root(value.data(), static_cast<int>(value.size()), MPI_CHAR, world);
+  if (!g.ok()) return g.error();
   std::vector<std::string> out;
-  if (rank != 0) return out;
-  for (std::size_t r = 0; r < sizes.size(); ++r)
-    out.push_back(
-        all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(sizes[r])));
+  for (std::size_t r = 0; r < g->counts.size(); ++r)  // rank 0 only: counts empty elsewhere
+    out.emplace_back(g->all.data() + g->offsets[r], static_cast<std::size_t>(g->counts[r]));
   return out;
 }
 
