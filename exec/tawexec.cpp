@@ -149,11 +149,6 @@ struct Job {
   exec::host::CpuSnapshot cpu;
 };
 
-/// Adds `diff` (a cpu_difference) to `sum` (exec/host/cpu_account.h).
-void add_cpu(exec::host::CpuSnapshot& sum, const exec::host::CpuSnapshot& diff) {
-  exec::host::cpu_accumulate(sum, diff);
-}
-
 /// "" with one program (the output of a single run stays as it was), "#k LABEL: " with several.
 std::string job_prefix(const std::vector<std::unique_ptr<Job>>& jobs, std::size_t k) {
   if (jobs.size() == 1) return "";
@@ -322,7 +317,7 @@ int run(const Options& o) {
     if (credited) {
       credited->sleeps.timer += now.timer - mark.timer;
       credited->sleeps.doorbell += now.doorbell - mark.doorbell;
-      add_cpu(credited->cpu, exec::host::cpu_difference(cpu_mark, cpu_now));
+      exec::host::cpu_accumulate(credited->cpu, exec::host::cpu_difference(cpu_mark, cpu_now));
     }
     credited = next;
     mark = now;

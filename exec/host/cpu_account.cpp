@@ -6,22 +6,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "exec/host/doorbell.h"
+#include <fmt/format.h>
 
-#include <cstdarg>
-#include <cstdio>
+#include "exec/host/doorbell.h"
 
 namespace tawpipe::exec::host {
 namespace {
-
-std::string format(const char* f, ...) {
-  char buf[256];
-  va_list args;
-  va_start(args, f);
-  std::vsnprintf(buf, sizeof buf, f, args);
-  va_end(args);
-  return buf;
-}
 
 std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
@@ -46,11 +36,7 @@ void read_thread(const std::string& dir, CpuSnapshot& out) {
     if (key == "voluntary_ctxt_switches:") s >> use.voluntary;
     if (key == "nonvoluntary_ctxt_switches:") s >> use.involuntary;
   }
-  ThreadUse& sum = out.threads[name];
-  sum.cpu_ns += use.cpu_ns;
-  sum.queue_ns += use.queue_ns;
-  sum.voluntary += use.voluntary;
-  sum.involuntary += use.involuntary;
+  out.threads[name] += use;
 }
 
 }  // namespace
@@ -107,37 +93,26 @@ CpuSnapshot cpu_difference(const CpuSnapshot& before, const CpuSnapshot& after) 
 }
 
 void cpu_accumulate(CpuSnapshot& sum, const CpuSnapshot& diff) {
-  for (const auto& [name, use] : diff.threads) {
-    ThreadUse& t = sum.threads[name];
-    t.cpu_ns += use.cpu_ns;
-    t.queue_ns += use.queue_ns;
-    t.voluntary += use.voluntary;
-    t.involuntary += use.involuntary;
-  }
-  auto add = [](CpuTicks& a, const CpuTicks& b) {
-    a.user += b.user;
-    a.system += b.system;
-    a.idle += b.idle;
-    a.steal += b.steal;
-  };
-  add(sum.all, diff.all);
+  for (const auto& [name, use] : diff.threads)
+    sum.threads[name] += use;
+  sum.all += diff.all;
   if (sum.cpus.size() < diff.cpus.size()) sum.cpus.resize(diff.cpus.size());
   for (std::size_t c = 0; c < diff.cpus.size(); ++c)
-    add(sum.cpus[c], diff.cpus[c]);
+    sum.cpus[c] += diff.cpus[c];
   sum.doorbell_timeouts += diff.doorbell_timeouts;
 }
 
 std::string describe_threads(const CpuSnapshot& diff, double steps) {
   std::string out =
-      format("doorbell timeouts %.0f", static_cast<double>(diff.doorbell_timeouts) / steps);
+      fmt::format("doorbell timeouts {:.0f}", static_cast<double>(diff.doorbell_timeouts) / steps);
   for (const auto& [name, u] : diff.threads) {
     if (u.cpu_ns == 0 && u.voluntary == 0 && u.involuntary == 0) continue;
     out += ", ";
-    out += format("%s %.1f cpu %.1f queue %.0f/%.0f cs", name.c_str(),
-                  1e-6 * static_cast<double>(u.cpu_ns) / steps,
-                  1e-6 * static_cast<double>(u.queue_ns) / steps,
-                  static_cast<double>(u.voluntary) / steps,
-                  static_cast<double>(u.involuntary) / steps);
+    out += fmt::format("{} {:.1f} cpu {:.1f} queue {:.0f}/{:.0f} cs", name,
+                       1e-6 * static_cast<double>(u.cpu_ns) / steps,
+                       1e-6 * static_cast<double>(u.queue_ns) / steps,
+                       static_cast<double>(u.voluntary) / steps,
+                       static_cast<double>(u.involuntary) / steps);
   }
   return out;
 }
@@ -145,10 +120,10 @@ std::string describe_threads(const CpuSnapshot& diff, double steps) {
 std::string describe_machine(const CpuSnapshot& diff, double steps) {
   const double ms = 1e3 / static_cast<double>(sysconf(_SC_CLK_TCK)) / steps;
   auto one = [&](const CpuTicks& t) {
-    return format("user %.0f sys %.0f idle %.0f steal %.0f of %.0f",
-                  static_cast<double>(t.user) * ms, static_cast<double>(t.system) * ms,
-                  static_cast<double>(t.idle) * ms, static_cast<double>(t.steal) * ms,
-                  static_cast<double>(t.total()) * ms);
+    return fmt::format("user {:.0f} sys {:.0f} idle {:.0f} steal {:.0f} of {:.0f}",
+                       static_cast<double>(t.user) * ms, static_cast<double>(t.system) * ms,
+                       static_cast<double>(t.idle) * ms, static_cast<double>(t.steal) * ms,
+                       static_cast<double>(t.total()) * ms);
   };
   std::string out = one(diff.all) + " (";
   for (std::size_t c = 0; c < diff.cpus.size(); ++c)

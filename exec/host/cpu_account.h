@@ -26,6 +26,13 @@ struct ThreadUse {
   std::uint64_t queue_ns = 0;  ///< runnable, waiting for a CPU
   std::uint64_t voluntary = 0;
   std::uint64_t involuntary = 0;
+  ThreadUse& operator+=(const ThreadUse& o) {
+    cpu_ns += o.cpu_ns;
+    queue_ns += o.queue_ns;
+    voluntary += o.voluntary;
+    involuntary += o.involuntary;
+    return *this;
+  }
 };
 
 /// One CPU's (or all CPUs') time by state, in USER_HZ ticks (/proc/stat).
@@ -35,6 +42,13 @@ struct CpuTicks {
   std::uint64_t idle = 0;    ///< idle + iowait
   std::uint64_t steal = 0;   ///< a hypervisor's other guests
   std::uint64_t total() const { return user + system + idle + steal; }
+  CpuTicks& operator+=(const CpuTicks& o) {
+    user += o.user;
+    system += o.system;
+    idle += o.idle;
+    steal += o.steal;
+    return *this;
+  }
 };
 
 struct CpuSnapshot {

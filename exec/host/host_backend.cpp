@@ -452,9 +452,27 @@ Status HostBackend::Impl::prepare_comms(const ir::Program& p) {
   return Status::success();
 }
 
+namespace {
+
+/// Per op of `rp`: for a send (recv), how many sends to (receives from) the same peer on the same
+/// communicator come before it in op order; -1 for other ops. MPI matches a rank's k-th send to a
+/// peer with the peer's k-th receive from it there (tag k, prepare()).
+std::vector<std::int64_t> p2p_sequence(const ir::RankProgram& rp) {
+  std::vector<std::int64_t> out(rp.ops.size(), -1);
+  std::map<std::tuple<ir::CommId, ir::Rank, bool>, std::int64_t> next;
+  for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+    const ir::Op& op = rp.ops[i];
+    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
+    out[i] = next[{op.comm, op.peer, op.kind == ir::OpKind::send}]++;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<int> peer_streams_of_p2p(const ir::Program& program, ir::Rank rank) {
-  // The k-th send (recv) of `rank` to (from) a peer on a communicator matches the peer's k-th
-  // recv (send) from (to) `rank` there (MPI matching by tag = k, prepare()).
+  // The streams of the peers' sends (receives) to (from) `rank`, per communicator, in op order:
+  // the k-th of them matches this rank's k-th receive (send) there (p2p_sequence).
   std::map<std::tuple<ir::CommId, ir::Rank, bool>, std::vector<ir::StreamId>> theirs;
   for (std::size_t r = 0; r < program.ranks.size(); ++r) {
     for (const ir::Op& op : program.ranks[r].ops) {
@@ -463,14 +481,13 @@ std::vector<int> peer_streams_of_p2p(const ir::Program& program, ir::Rank rank) 
     }
   }
   const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
+  const std::vector<std::int64_t> seq = p2p_sequence(rp);
   std::vector<int> out(rp.ops.size(), 0);
-  std::map<std::tuple<ir::CommId, ir::Rank, bool>, std::size_t> next;
   for (std::size_t i = 0; i < rp.ops.size(); ++i) {
+    if (seq[i] < 0) continue;
     const ir::Op& op = rp.ops[i];
-    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
-    const bool is_send = op.kind == ir::OpKind::send;
-    const std::size_t k = next[{op.comm, op.peer, is_send}]++;
-    const auto it = theirs.find({op.comm, op.peer, !is_send});
+    const auto it = theirs.find({op.comm, op.peer, op.kind != ir::OpKind::send});
+    const auto k = static_cast<std::size_t>(seq[i]);
     if (it != theirs.end() && k < it->second.size()) out[i] = static_cast<int>(it->second[k]);
   }
   return out;
@@ -530,14 +547,11 @@ Status HostBackend::prepare(const ir::Program& program, ir::Rank rank) {
   const ir::RankProgram& rp = program.ranks[static_cast<std::size_t>(rank)];
   m.tags.assign(rp.ops.size(), 0);
   m.peer_slots = peer_streams_of_p2p(program, rank);
-  std::map<std::tuple<ir::CommId, ir::Rank, bool>, int> next_tag;
+  const std::vector<std::int64_t> seq = p2p_sequence(rp);
   for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-    const ir::Op& op = rp.ops[i];
-    if (op.kind != ir::OpKind::send && op.kind != ir::OpKind::recv) continue;
-    int& k = next_tag[{op.comm, op.peer, op.kind == ir::OpKind::send}];
     // Tags wrap at MPI_TAG_UB (Open MPI's is INT_MAX: + 1 in int would overflow).
-    m.tags[i] = static_cast<int>(k % (static_cast<std::int64_t>(m.tag_ub) + 1));
-    ++k;
+    if (seq[i] >= 0)
+      m.tags[i] = static_cast<int>(seq[i] % (static_cast<std::int64_t>(m.tag_ub) + 1));
   }
 
   // Buffers: persistent ones live from the start with their initial contents.
