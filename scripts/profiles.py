@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Calibration profiles (common/profile/profile.h) as numbers: read, pool, perturb, write.
+
+Used by scripts/sensitivity and scripts/validate-host (Debian's python3-yaml, no PyPI).
+
+  python3 scripts/profiles.py median -o OUT.yaml P1.yaml P2.yaml ...
+      the pooled profile: every calibrated figure the median over the profiles that have it
+      (profiles of one layout and workload: the same kernel shapes and curve sizes).
+
+A profile's calibrated figures are its *leaves*: numbers with a unit (times in ps, bandwidths
+in B/s, rates in FLOP/s) or plain fractions (ranks.spread), each under a key that names it the
+same way in every profile of a layout, e.g.
+  ("devices", "cpu-core", "op_overhead")
+  ("devices", "cpu-core", "kernels", "gemm", 2, "rate")      # the 3rd gemm point
+  ("communication", "all_gather", "shared_memory", 4, 1048576, "cpu")
+  ("host", "wakeup_cost")
+"""
+import copy
+import re
+import statistics
+import sys
+
+import yaml
+
+TIME = {"ps": 1.0, "ns": 1e3, "us": 1e6, "ms": 1e9, "s": 1e12}
+BANDWIDTH = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
+             "KiB/s": 1024.0, "MiB/s": 1048576.0, "GiB/s": 1073741824.0}
+RATE = {"FLOP/s": 1.0, "FLOPS": 1.0, "GFLOP/s": 1e9, "GFLOPS": 1e9, "TFLOP/s": 1e12,
+        "TFLOPS": 1e12, "PFLOP/s": 1e15, "PFLOPS": 1e15}
+BYTES = {"B": 1, "KB": 1000, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KiB": 1024,
+         "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S*)\s*$")
+
+# leaf field -> (unit table, the unit written back)
+FIELDS = {"launch_overhead": (TIME, "ps"), "op_overhead": (TIME, "ps"),
+          "memory_bandwidth": (BANDWIDTH, "B/s"), "rate": (RATE, "FLOP/s"),
+          "bandwidth": (BANDWIDTH, "B/s"), "latency": (TIME, "ps"), "time": (TIME, "ps"),
+          "cpu": (TIME, "ps"), "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
+          "wakeup_cost_long": (TIME, "ps"), "spread": (None, "")}
+
+
+class ProfileError(Exception):
+    pass
+
+
+def number(text, units, where):
+    """A number with a unit (or a plain number when units is None) in base units."""
+    if units is None:
+        return float(text)
+    m = NUMBER.match(str(text))
+    if not m or m.group(2) not in units:
+        raise ProfileError(f"{where}: '{text}' is not a number with one of {', '.join(units)}")
+    return float(m.group(1)) * units[m.group(2)]
+
+
+def size_bytes(text, where):
+    m = NUMBER.match(str(text))
+    if not m or m.group(2) not in BYTES:
+        raise ProfileError(f"{where}: '{text}' is not a size")
+    return int(round(float(m.group(1)) * BYTES[m.group(2)]))
+
+
+def formatted(value, field):
+    units, unit = FIELDS[field]
+    if units is None:
+        return float(value)
+    return f"{int(round(value))}{unit}"
+
+
+def load(path):
+    """The parsed YAML document of a profile."""
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    if not isinstance(doc, dict) or "format_version" not in doc:
+        raise ProfileError(f"{path}: not a calibration profile (no format_version)")
+    return doc
+
+
+def slots(doc, path="profile"):
+    """Every calibrated figure of a parsed profile: key -> (container, field, where)."""
+    out = {}
+
+    def add(key, container, field, where):
+        if field in container:
+            out[key] = (container, field, f"{where}.{field}")
+
+    for dev, d in (doc.get("devices") or {}).items():
+        where = f"{path}: devices.{dev}"
+        for field in ("launch_overhead", "op_overhead", "memory_bandwidth"):
+            add(("devices", dev, field), d, field, where)
+        for cls, points in (d.get("kernels") or {}).items():
+            for i, p in enumerate(points or []):
+                for field in ("rate", "bandwidth"):
+                    add(("devices", dev, "kernels", cls, i, field), p, field,
+                        f"{where}.kernels.{cls}[{i}]")
+        if isinstance(d.get("ranks"), dict):
+            add(("devices", dev, "ranks", "spread"), d["ranks"], "spread", f"{where}.ranks")
+    for cls, link in (doc.get("links") or {}).items():
+        for field in ("bandwidth", "latency"):
+            add(("links", cls, field), link, field, f"{path}: links.{cls}")
+    for i, c in enumerate(doc.get("communication") or []):
+        for j, p in enumerate(c.get("points") or []):
+            where = f"{path}: communication[{i}].points[{j}]"
+            size = size_bytes(p.get("size"), where + ".size")
+            for field in ("time", "cpu"):
+                add(("communication", c["op"], c["scope"], int(c["ranks"]), size, field), p,
+                    field, where)
+    host = doc.get("host") or {}
+    for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long"):
+        add(("host", field), host, field, f"{path}: host")
+    return out
+
+
+def values(doc, path="profile"):
+    """key -> the figure in base units (ps, B/s, FLOP/s, or a plain fraction)."""
+    return {k: number(c[f], FIELDS[f][0], where) for k, (c, f, where) in slots(doc, path).items()}
+
+
+def with_values(doc, new):
+    """A copy of the parsed profile with the figures of `new` (key -> base units) written in."""
+    doc = copy.deepcopy(doc)
+    for k, (c, f, _) in slots(doc).items():
+        if k in new:
+            c[f] = formatted(new[k], f)
+    return doc
+
+
+def shape_mismatch(docs, paths):
+    """Why the profiles cannot be pooled (kernel shapes or curve sizes differ), or None."""
+    def shapes(doc):
+        out = []
+        for dev, d in sorted((doc.get("devices") or {}).items()):
+            for cls, points in sorted((d.get("kernels") or {}).items()):
+                out.append((dev, cls, [{k: v for k, v in p.items()
+                                        if k not in ("rate", "bandwidth")} for p in points]))
+        return out
+    first = shapes(docs[0])
+    for doc, path in zip(docs[1:], paths[1:]):
+        if shapes(doc) != first:
+            return f"{path}: its kernel shapes differ from {paths[0]}'s"
+    return None
+
+
+def median_values(all_values):
+    """Per key, the median over the value maps that have it."""
+    keys = dict.fromkeys(k for v in all_values for k in v)
+    return {k: statistics.median(v[k] for v in all_values if k in v) for k in keys}
+
+
+def dump(doc, path, comment):
+    with open(path, "w") as f:
+        f.write(f"# {comment}\n")
+        yaml.safe_dump(doc, f, sort_keys=False, default_flow_style=None, width=100)
+
+
+def pooled(paths, out):
+    docs = [load(p) for p in paths]
+    bad = shape_mismatch(docs, paths)
+    if bad:
+        raise ProfileError(bad)
+    med = median_values([values(d, p) for d, p in zip(docs, paths)])
+    doc = with_values(docs[0], med)
+    doc["producer"] = f"median of {len(paths)} calibrations ({doc.get('producer', '')})"
+    dump(doc, out, "pooled profile: each calibrated figure the median over " +
+         ", ".join(paths))
+
+
+def main(argv):
+    if len(argv) >= 4 and argv[1] == "median" and argv[2] == "-o":
+        try:
+            pooled(argv[4:], argv[3])
+        except (ProfileError, OSError, yaml.YAMLError) as e:
+            print(f"profiles.py: {e}", file=sys.stderr)
+            return 2
+        return 0
+    print("usage: profiles.py median -o OUT.yaml PROFILE.yaml...", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
