@@ -6,6 +6,12 @@ Used by scripts/sensitivity and scripts/validate-host (Debian's python3-yaml, no
   python3 scripts/profiles.py median -o OUT.yaml P1.yaml P2.yaml ...
       the pooled profile: every calibrated figure the median over the profiles that have it
       (profiles of one layout and workload: the same kernel shapes and curve sizes).
+  python3 scripts/profiles.py pooled --tawsim TAWSIM --methods A,B,... -o OUT.yaml --tsv T.tsv
+          [--replicates R] [--seed S] [-j N] P1.yaml P2.yaml ... -- TAWSIM_WORKLOAD_ARGS...
+      the pooled profile (as `median`) and every method's prediction from it, plus R bootstrap
+      replicates (default 200): the median profile of R resamples of the profiles, with
+      replacement, each predicted too, for an interval of the pooled prediction. T.tsv: replicate
+      (0 = the pooled profile itself), method, predicted ms.
 
 A profile's calibrated figures are its *leaves*: numbers with a unit (times in ps, bandwidths
 in B/s, rates in FLOP/s) or plain fractions (ranks.spread), each under a key that names it the
@@ -15,10 +21,16 @@ same way in every profile of a layout, e.g.
   ("communication", "all_gather", "shared_memory", 4, 1048576, "cpu")
   ("host", "wakeup_cost")
 """
+import concurrent.futures
 import copy
+import json
+import os
+import random
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -153,27 +165,106 @@ def dump(doc, path, comment):
         yaml.safe_dump(doc, f, sort_keys=False, default_flow_style=None, width=100)
 
 
-def pooled(paths, out):
+def load_all(paths):
+    """The parsed profiles and their figures; ProfileError when they cannot be pooled."""
+    if not paths:
+        raise ProfileError("no profiles")
     docs = [load(p) for p in paths]
     bad = shape_mismatch(docs, paths)
     if bad:
         raise ProfileError(bad)
-    med = median_values([values(d, p) for d, p in zip(docs, paths)])
-    doc = with_values(docs[0], med)
+    return docs, [values(d, p) for d, p in zip(docs, paths)]
+
+
+def pooled(paths, out):
+    docs, vals = load_all(paths)
+    doc = with_values(docs[0], median_values(vals))
     doc["producer"] = f"median of {len(paths)} calibrations ({doc.get('producer', '')})"
     dump(doc, out, "pooled profile: each calibrated figure the median over " +
          ", ".join(paths))
+    return docs, vals
+
+
+def predict(tawsim, args, jobs, runs):
+    """runs: [(profile path, method)] -> [predicted ms] (tawsim --report, one run each)."""
+    def one(run):
+        path, method = run
+        with tempfile.TemporaryDirectory() as tmp:
+            report = os.path.join(tmp, "report.json")
+            r = subprocess.run([tawsim, *args, "--schedule", method, "--profile", path,
+                                "--report", report], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+            if r.returncode != 0:
+                last = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+                raise ProfileError(f"tawsim failed ({method}, {path}): {last}")
+            with open(report) as f:
+                return json.load(f)["iteration_time_ps"] / 1e9
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, runs))
+
+
+def split_methods(text):
+    """A,B[x=1,y=2],C -> [A, B[x=1,y=2], C] (commas inside brackets stay)."""
+    return [m for m in re.split(r",(?![^\[]*\])", text) if m]
+
+
+def pooled_prediction(argv):
+    if "--" not in argv:
+        raise ProfileError("pooled: give tawsim's workload after --")
+    cut = argv.index("--")
+    own, args = argv[:cut], argv[cut + 1:]
+    opts = {"--tawsim": None, "--methods": None, "-o": None, "--tsv": None,
+            "--replicates": "200", "--seed": "13", "-j": "2"}
+    paths = []
+    i = 0
+    while i < len(own):
+        if own[i] in opts:
+            if i + 1 >= len(own):
+                raise ProfileError(f"pooled: {own[i]} needs a value")
+            opts[own[i]] = own[i + 1]
+            i += 2
+        elif own[i].startswith("-"):
+            raise ProfileError(f"pooled: unknown option '{own[i]}'")
+        else:
+            paths.append(own[i])
+            i += 1
+    for key in ("--tawsim", "--methods", "-o", "--tsv"):
+        if opts[key] is None:
+            raise ProfileError(f"pooled: {key} is required")
+    try:
+        replicates, seed, jobs = (int(opts[k]) for k in ("--replicates", "--seed", "-j"))
+    except ValueError:
+        raise ProfileError("pooled: --replicates, --seed and -j take numbers")
+    methods = split_methods(opts["--methods"])
+    docs, vals = pooled(paths, opts["-o"])
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [opts["-o"]]
+        for r in range(replicates):
+            pick = [rng.randrange(len(vals)) for _ in vals]
+            files.append(os.path.join(tmp, f"replicate{r + 1}.yaml"))
+            dump(with_values(docs[0], median_values([vals[c] for c in pick])), files[-1],
+                 f"bootstrap replicate {r + 1}: the median of calibrations {pick}")
+        runs = [(f, m) for f in files for m in methods]
+        ms = predict(opts["--tawsim"], args, jobs, runs)
+    with open(opts["--tsv"], "w") as f:
+        for (path, method), x in zip(runs, ms):
+            f.write(f"{files.index(path)}\t{method}\t{x:.6f}\n")
 
 
 def main(argv):
-    if len(argv) >= 4 and argv[1] == "median" and argv[2] == "-o":
-        try:
+    try:
+        if len(argv) >= 4 and argv[1] == "median" and argv[2] == "-o":
             pooled(argv[4:], argv[3])
-        except (ProfileError, OSError, yaml.YAMLError) as e:
-            print(f"profiles.py: {e}", file=sys.stderr)
-            return 2
-        return 0
-    print("usage: profiles.py median -o OUT.yaml PROFILE.yaml...", file=sys.stderr)
+            return 0
+        if len(argv) >= 2 and argv[1] == "pooled":
+            pooled_prediction(argv[2:])
+            return 0
+    except (ProfileError, OSError, yaml.YAMLError) as e:
+        print(f"profiles.py: {e}", file=sys.stderr)
+        return 2
+    print("usage: profiles.py median -o OUT.yaml PROFILE.yaml... | profiles.py pooled ... "
+          "(see the file's head)", file=sys.stderr)
     return 2
 
 
