@@ -14,10 +14,14 @@
 
 #include "common/model/presets.h"
 #include "exec/host/calibrate_comm.h"
+#include "exec/host/calibrate_kernels.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
+#include "exec/math/adamw.h"
 #include "exec/math/attention.h"
+#include "exec/math/block.h"
 #include "exec/math/gemm.h"
+#include "exec/math/init.h"
 #include "exec/math/mlp.h"
 #include "exec/math/norm.h"
 
@@ -26,31 +30,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Seconds per call of `f`: one batch (a tenth of `budget`) discarded as warm-up (caches, lazy
-/// initialisation, the workspaces of math/), then the median of the batch means over at least
-/// 5 batches. The median, not the best batch: the run sees the same interference (timer ticks,
-/// other threads) that the slower batches saw, and one lucky batch is not the typical rate.
-double time_per_call(const std::function<void()>& f, double budget) {
-  auto batch = [&] {
+/// Seconds per call of each figure, the figures measured interleaved: one batch of every figure
+/// (a tenth of its budget) discarded as warm-up (caches, lazy initialisation, the workspaces of
+/// math/), then rounds of one batch of every figure in turn until each has at least 5 batches and
+/// the budgets' sum has passed; per figure the median of its batch means. Interleaved (A B C A B
+/// C ...) rather than each figure's batches in a row, because this VM has slow phases of 10-40 s
+/// (docs/validate-host.md): in a row, one figure can fall wholly inside a phase and its
+/// neighbour outside it, which moves the ratios between figures (and so the methods' predicted
+/// gaps) by more than the gaps; interleaved, every figure sees the same mix of phases. The
+/// median, not the best batch: the run sees the same interference (timer ticks, other threads)
+/// that the slower batches saw, and one lucky batch is not the typical rate.
+struct Figure {
+  std::function<void()> call;
+  double budget = 0.0;  ///< seconds of measuring (a tenth per batch)
+};
+std::vector<double> interleaved_per_call(const std::vector<Figure>& figures) {
+  auto batch = [](const Figure& f) {
     int calls = 0;
     const auto t0 = Clock::now();
     double elapsed = 0.0;
     do {
-      f();
+      f.call();
       ++calls;
       elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    } while (elapsed < budget / 10);
+    } while (elapsed < f.budget / 10);
     return elapsed / calls;
   };
-  batch();  // warm-up
-  std::vector<double> means;
-  const auto stop = Clock::now() + std::chrono::duration<double>(budget);
+  double total = 0.0;
+  for (const Figure& f : figures) {
+    batch(f);  // warm-up
+    total += f.budget;
+  }
+  std::vector<std::vector<double>> means(figures.size());
+  const auto stop = Clock::now() + std::chrono::duration<double>(total);
   do {
-    means.push_back(batch());
-  } while (means.size() < 5 || Clock::now() < stop);
-  std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2),
-                   means.end());
-  return means[means.size() / 2];
+    for (std::size_t i = 0; i < figures.size(); ++i)
+      means[i].push_back(batch(figures[i]));
+  } while (means.empty() || means.front().size() < 5 || Clock::now() < stop);
+  std::vector<double> out;
+  for (std::vector<double>& m : means) {
+    std::nth_element(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(m.size() / 2), m.end());
+    out.push_back(m[m.size() / 2]);
+  }
+  return out;
 }
 
 /// What a sleeping thread's wake-ups cost the compute thread of its core (common/host_wait.h):
@@ -153,23 +175,11 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   // run, where the cores share the last-level cache and memory bandwidth), while the other ranks
   // of a core wait without spinning, so that a rank sharing its core (ranks_per_core > 1) does
   // not halve them: the simulator shares the core itself (sim/run/core_sharing.h). Every
-  // measuring rank times every figure (each the median of its batches, time_per_call); the
-  // profile takes the median over those ranks, one per core the run uses, and reports their
+  // measuring rank times every figure (each the median of its batches, interleaved_per_call);
+  // the profile takes the median over those ranks, one per core the run uses, and reports their
   // largest spread (devices.*.ranks). Without a host section, rank 0 measures alone.
   const int per_core = o.host ? std::max(o.host->ranks_per_core, 1) : world;
   const bool measures = rank % per_core == 0;
-  std::vector<double> secs;  // seconds per call, in the order of Figure
-  enum Figure : std::size_t {
-    kGemm0 = 0,
-    kAttnFwd = 6,
-    kAttnBwd,
-    kNorm,
-    kAct,
-    kAdd,
-    kCopy,
-    kTiny,
-    kCount
-  };
   profile::DeviceProfile dev;
   dev.dtype = "fp32";
   WakeFigures wake, wake_long;
@@ -195,66 +205,140 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
                                   : std::max<std::int64_t>(cfg->layers / ranks_for_layers, 1);
   const double weight_bytes =
       4.0 * static_cast<double>(model::param_counts(*cfg).per_layer) * static_cast<double>(layers);
+  // Memory-bound figures at the run's sizes and cache state (calibrate_kernels.h).
+  const std::vector<MemoryFigure> memory = memory_figures(*cfg, d, layers, world);
+  // Every figure, measured interleaved (interleaved_per_call): the six GEMMs, attention forward
+  // and backward, the memory-bound figures, a near-empty kernel call.
+  const std::size_t kGemm0 = 0, kAttnFwd = shapes.size(), kAttnBwd = kAttnFwd + 1,
+                    kMemory0 = kAttnBwd + 1, kTiny = kMemory0 + memory.size(), kCount = kTiny + 1;
+  std::vector<double> secs;  // seconds per call, in the order above
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   if (measures) {
+    std::vector<Figure> figures;
+    // Operands of the GEMMs: A hot, B and C rotated over the layers' weights.
     const std::size_t big = std::max({T, H, F});
     std::vector<float> a(big * big, 0.5f);
-    for (const Shape& sh : shapes) {
+    std::vector<std::vector<float>> gemm_pools(shapes.size());
+    std::vector<std::size_t> next(kCount, 0);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Shape sh = shapes[i];
       const std::size_t lda = sh.trans_a ? sh.m : sh.k;
       const std::size_t set_floats = sh.k * sh.n + sh.m * sh.n;  // B and C
       const auto sets = static_cast<std::size_t>(
           std::max(1.0, std::ceil(weight_bytes / (4.0 * static_cast<double>(set_floats)))));
-      std::vector<float> pool(sets * set_floats, 0.25f);
-      std::size_t next = 0;
-      secs.push_back(time_per_call(
-          [&] {
-            float* b = pool.data() + next * set_floats;
-            next = (next + 1) % sets;
-            math::gemm(sh.trans_a, false, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b, sh.n, 0.0f,
-                       b + sh.k * sh.n, sh.n);
-          },
-          budget / 3));
+      gemm_pools[i].assign(sets * set_floats, 0.25f);
+      figures.push_back({[&, i, sh, lda, set_floats, sets] {
+                           float* b = gemm_pools[i].data() + next[i] * set_floats;
+                           next[i] = (next[i] + 1) % sets;
+                           math::gemm(sh.trans_a, false, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b,
+                                      sh.n, 0.0f, b + sh.k * sh.n, sh.n);
+                         },
+                         budget / 3});
     }
-  }
-  TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
-  if (measures) {  // Attention forward and backward at the block's shape.
-    std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), out(T * H), dq(T * H),
+    // Attention forward and backward at the block's shape.
+    std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), att(T * H), dq(T * H),
         dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
-    secs.push_back(time_per_call(
-        [&] { math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(), out.data()); },
-        budget));
-    secs.push_back(time_per_call(
-        [&] {
-          math::attention_backward(d, q.data(), k.data(), v.data(), probs.data(), out.data(),
-                                   dq.data(), dk.data(), dv.data());
-        },
-        budget));
+    figures.push_back({[&] {
+                         math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(),
+                                                 att.data());
+                       },
+                       budget});
+    figures.push_back({[&] {
+                         math::attention_backward(d, q.data(), k.data(), v.data(), probs.data(),
+                                                  att.data(), dq.data(), dk.data(), dv.data());
+                       },
+                       budget});
+    // Memory-bound figures: each over a pool of operand sets, one set when hot, rotated over
+    // kColdPoolBytes when cold.
+    const auto tokens = math::micro_batch_tokens(d, 1, 0, 0);
+    const math::EmbeddingLayout emb = math::embedding_layout(d);
+    std::vector<float> table(emb.size, 0.01f), gains(H, 1.0f), inv(T);
+    const model::AdamWConfig adamw;
+    std::vector<std::vector<float>> pools(memory.size());
+    for (std::size_t i = 0; i < memory.size(); ++i) {
+      const MemoryFigure& f = memory[i];
+      const std::size_t n = f.elements;
+      using K = MemoryFigure::Kernel;
+      // Floats per operand set: the kernel's operands (AdamW: grad, w, m, v, master).
+      const std::size_t set =
+          f.kernel == K::adamw                                                         ? 5 * n
+          : f.kernel == K::residual_add                                                ? 3 * n
+          : f.kernel == K::swiglu                                                      ? 3 * n
+          : f.kernel == K::rmsnorm || f.kernel == K::accumulate || f.kernel == K::copy ? 2 * n
+                                                                                       : n;
+      const std::size_t sets = rotation_sets(4.0 * static_cast<double>(set), f.cold);
+      pools[i].assign(sets * set, 0.5f);
+      const std::size_t slot = kMemory0 + i;
+      auto operands = [&, i, set, sets, slot] {
+        float* p = pools[i].data() + next[slot] * set;
+        next[slot] = (next[slot] + 1) % sets;
+        return p;
+      };
+      std::function<void()> call;
+      switch (f.kernel) {
+        case K::rmsnorm:
+          call = [&, operands, n] {
+            float* p = operands();
+            math::rmsnorm_forward(p, gains.data(), n / H, H, 1e-5f, p + n, inv.data());
+          };
+          break;
+        case K::swiglu:
+          call = [operands, n] {
+            float* p = operands();
+            math::swiglu_forward(p, p + n, n, p + 2 * n);
+          };
+          break;
+        case K::residual_add:
+          call = [operands, n] {
+            float* p = operands();
+            for (std::size_t j = 0; j < n; ++j)
+              p[2 * n + j] = p[j] + p[n + j];
+          };
+          break;
+        case K::accumulate:  // as compute_ops.cpp runs the IR's accumulate
+          call = [operands, n] {
+            float* p = operands();
+            for (std::size_t j = 0; j < n; ++j)
+              p[n + j] += p[j];
+          };
+          break;
+        case K::adamw:  // as compute_ops.cpp runs the IR's optimizer: the step, then the master
+          call = [&, operands, n] {
+            float* p = operands();
+            math::adamw_step(adamw, 1, p, p + n, p + 2 * n, p + 3 * n, n);
+            std::copy(p + n, p + 2 * n, p + 4 * n);
+          };
+          break;
+        case K::copy:
+          call = [operands, n] {
+            float* p = operands();
+            std::memcpy(p + n, p, 4 * n);
+          };
+          break;
+        case K::embedding_fwd:
+          call = [&, operands] {
+            math::embedding_forward(d, table.data(), tokens.inputs.data(), operands());
+          };
+          break;
+        case K::embedding_bwd:
+          call = [&, operands] {
+            math::embedding_backward(d, tokens.inputs.data(), operands(), table.data());
+          };
+          break;
+      }
+      figures.push_back({std::move(call), budget / 2});
+    }
+    std::vector<float> one(H, 1.0f), out(H);
+    float inv_one = 0.0f;
+    figures.push_back({[&] {
+                         math::rmsnorm_forward(one.data(), gains.data(), 1, H, 1e-5f, out.data(),
+                                               &inv_one);
+                       },
+                       budget / 4});
+    secs = interleaved_per_call(figures);
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
-  const std::size_t n = T * std::max(H, F);
   if (measures) {
-    // Memory-bound classes over the activations of one micro-batch (T x H floats, and T x F for
-    // the activation): RMSNorm reads x and writes y; SwiGLU reads 2 and writes 1; a residual
-    // add reads 2 and writes 1; a copy reads and writes. Classes not measured here get the
-    // element-wise figure (set_flat_memory_bound).
-    std::vector<float> x(n, 0.5f), y(n, 0.0f), z(n), g(H, 1.0f), r(T);
-    secs.push_back(time_per_call(
-        [&] { math::rmsnorm_forward(x.data(), g.data(), T, H, 1e-5f, y.data(), r.data()); },
-        budget / 2));
-    secs.push_back(time_per_call([&] { math::swiglu_forward(x.data(), y.data(), T * F, z.data()); },
-                                 budget / 2));
-    secs.push_back(time_per_call(
-        [&] {
-          for (std::size_t i = 0; i < T * H; ++i)
-            z[i] = x[i] + y[i];
-        },
-        budget / 2));
-    secs.push_back(time_per_call([&] { std::memcpy(z.data(), x.data(), 4 * n); }, budget / 2));
-    std::vector<float> one(H, 1.0f), out(H);
-    float inv = 0.0f;
-    secs.push_back(time_per_call(
-        [&] { math::rmsnorm_forward(one.data(), g.data(), 1, H, 1e-5f, out.data(), &inv); },
-        budget / 4));
     auto overhead = measure_op_overhead(budget);
     if (!overhead.ok()) return overhead.error();
     dev.op_overhead = *overhead;
@@ -310,18 +394,22 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     };
     dev.kernels[model::KernelClass::attention_fwd] = {point(flops / secs[kAttnFwd])};
     dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / secs[kAttnBwd])};
-    const double th = 4.0 * static_cast<double>(T * H), tf = 4.0 * static_cast<double>(T * F);
-    profile::set_flat_memory_bound(dev, Bandwidth::bytes_per_second(2.0 * th / secs[kNorm]));
-    auto flat = [&](double bytes_per_second) {
-      return std::vector<profile::KernelPoint>{
-          profile::KernelPoint::flat_bandwidth(Bandwidth::bytes_per_second(bytes_per_second))};
-    };
-    const double copy_bytes = 2.0 * 4.0 * static_cast<double>(n);
-    dev.kernels[model::KernelClass::norm] = flat(2.0 * th / secs[kNorm]);
-    dev.kernels[model::KernelClass::activation] = flat(3.0 * tf / secs[kAct]);
-    dev.kernels[model::KernelClass::residual] = flat(3.0 * th / secs[kAdd]);
-    dev.kernels[model::KernelClass::copy] = flat(copy_bytes / secs[kCopy]);
-    dev.memory_bandwidth = Bandwidth::bytes_per_second(copy_bytes / secs[kCopy]);
+    // Classes without a figure of their own (rope, softmax_xent) get the norm figure, flat;
+    // the measured classes get one point per figure at the kernel model's bytes.
+    const std::vector<double> memory_secs(secs.begin() + static_cast<std::ptrdiff_t>(kMemory0),
+                                          secs.begin() + static_cast<std::ptrdiff_t>(kTiny));
+    for (std::size_t i = 0; i < memory.size(); ++i) {
+      if (memory[i].cls == model::KernelClass::norm)
+        profile::set_flat_memory_bound(
+            dev, Bandwidth::bytes_per_second(memory[i].model_bytes / memory_secs[i]));
+    }
+    for (auto& [cls, pts] : memory_points(memory, memory_secs))
+      dev.kernels[cls] = std::move(pts);
+    // The achieved streaming rate from memory (the roofline of the FLOP classes): the cold copy.
+    for (std::size_t i = 0; i < memory.size(); ++i) {
+      if (memory[i].kernel == MemoryFigure::Kernel::copy && memory[i].cold)
+        dev.memory_bandwidth = Bandwidth::bytes_per_second(memory[i].model_bytes / memory_secs[i]);
+    }
     dev.launch_overhead = SimTime::from_seconds(secs[kTiny]);
   }
 

@@ -2,15 +2,19 @@
 /// `tawexec calibrate --backend host`: micro-benchmarks of this machine as the host backend uses
 /// it, turned into a calibration profile (common/profile/profile.h) for `tawsim --profile`.
 ///
-/// Measured (compute on the first rank of every core at once, the other ranks sleeping; medians
-/// of repeated batches after a warm-up; rank 0's figures): GEMM FLOP/s at each GEMM shape
-/// of the block (forward and weight-gradient shapes of the model at --seq-len), attention
+/// Measured (compute on the first rank of every core at once, the other ranks sleeping; every
+/// compute figure's batches interleaved with the others', medians after a warm-up; the median over
+/// the measuring ranks): GEMM FLOP/s at each GEMM shape of the block (forward and weight-gradient
+/// shapes of the model at --seq-len, weight operands rotated beyond the caches), attention
 /// forward and backward FLOP/s at the block's shape (counted as common/model/cost.h counts them:
-/// causal, 2*S^2*H forward, 2.5x backward), the bandwidth of norm, activation, residual and copy
-/// kernels (other memory-bound classes get the norm figure), the cost of a near-empty kernel
-/// call (launch_overhead) and of one IR op through the interpreter (op_overhead); with 2 or more
-/// ranks, the communication curves of calibrate_comm.h (scope shared_memory) and the
-/// shared-memory link latency and bandwidth derived from the sendrecv curve.
+/// causal, 2*S^2*H forward, 2.5x backward), the memory-bound kernels at the sizes and cache
+/// state a run gives them (calibrate_kernels.h: norm, activation, residual add and copy hot at
+/// activation size; the accumulate and AdamW of a layer piece and of a block and a block copy
+/// with operands rotated beyond the caches; embedding gather and scatter-add; rope and
+/// softmax_xent get the norm figure), the cost of a near-empty kernel call (launch_overhead) and
+/// of one IR op through the interpreter (op_overhead); with 2 or more ranks, the communication
+/// curves of calibrate_comm.h (scope shared_memory) and the shared-memory link latency and
+/// bandwidth derived from the sendrecv curve.
 #pragma once
 
 #include <optional>

@@ -1,0 +1,97 @@
+#include "exec/host/calibrate_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "common/model/cost.h"
+#include "common/model/kernels.h"
+
+namespace tawpipe::exec::host {
+namespace {
+
+using model::KernelClass;
+
+// The kernel model's bytes of the kernel `name` of one layer's forward (fp32, one sequence).
+double layer_kernel_bytes(const model::ModelConfig& cfg, std::int64_t seq_len,
+                          std::string_view name) {
+  model::MicroBatchShape shape;
+  shape.seq_len = seq_len;
+  shape.dtype_bytes = 4;
+  for (const model::Kernel& k : model::layer_forward_kernels(cfg, shape))
+    if (k.name == name) return k.bytes;
+  return 0.0;
+}
+
+}  // namespace
+
+std::vector<MemoryFigure> memory_figures(const model::ModelConfig& cfg, const math::Dims& d,
+                                         std::int64_t layers, int world) {
+  using K = MemoryFigure::Kernel;
+  const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
+  const auto seq = static_cast<std::int64_t>(d.seq_len);
+  model::MicroBatchShape shape;
+  shape.seq_len = seq;
+  shape.dtype_bytes = 4;
+  const auto per_layer = static_cast<std::size_t>(model::param_counts(cfg).per_layer);
+  const auto ranks = static_cast<std::size_t>(std::max(world, 1));
+  const std::size_t piece = (per_layer + ranks - 1) / ranks;  // FSDP pads as FlatParameter does
+  const std::size_t block = per_layer * static_cast<std::size_t>(std::max<std::int64_t>(layers, 1));
+  const auto n64 = [](std::size_t n) { return static_cast<std::int64_t>(n); };
+  std::vector<MemoryFigure> all = {
+      {K::rmsnorm, KernelClass::norm, "RMSNorm over T x H (hot)", T * H,
+       layer_kernel_bytes(cfg, seq, "attn_norm"), false},
+      {K::swiglu, KernelClass::activation, "SwiGLU over T x F (hot)", T * F,
+       layer_kernel_bytes(cfg, seq, "swiglu"), false},
+      {K::residual_add, KernelClass::residual, "residual add over T x H (hot)", T * H,
+       layer_kernel_bytes(cfg, seq, "attn_residual"), false},
+      {K::accumulate, KernelClass::residual, "accumulate of a layer piece (cold)", piece,
+       model::accumulate_kernels(n64(piece), 4).front().bytes, true},
+      {K::accumulate, KernelClass::residual, "accumulate of a block (cold)", block,
+       model::accumulate_kernels(n64(block), 4).front().bytes, true},
+      {K::adamw, KernelClass::optimizer, "AdamW of a layer piece (cold)", piece,
+       model::optimizer_kernels(n64(piece), 4).front().bytes, true},
+      {K::adamw, KernelClass::optimizer, "AdamW of a block (cold)", block,
+       model::optimizer_kernels(n64(block), 4).front().bytes, true},
+      {K::copy, KernelClass::copy, "copy of T x max(H, F) (hot)", T * std::max(H, F),
+       model::copy_kernels(n64(4 * T * std::max(H, F))).front().bytes, false},
+      {K::copy, KernelClass::copy, "copy of a block (cold)", block,
+       model::copy_kernels(n64(4 * block)).front().bytes, true},
+      {K::embedding_fwd, KernelClass::embedding, "embedding gather", T * H,
+       model::embedding_forward_kernels(cfg, shape).front().bytes, false},
+      {K::embedding_bwd, KernelClass::embedding, "embedding scatter-add", T * H,
+       model::embedding_backward_kernels(cfg, shape).front().bytes, false},
+  };
+  std::vector<MemoryFigure> out;
+  for (MemoryFigure& f : all) {
+    const bool repeat = std::any_of(out.begin(), out.end(), [&](const MemoryFigure& g) {
+      return g.cls == f.cls && g.model_bytes == f.model_bytes;
+    });
+    if (!repeat && f.model_bytes > 0.0 && f.elements > 0) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::size_t rotation_sets(double set_bytes, bool cold, double pool_bytes) {
+  if (!cold || !(set_bytes > 0.0)) return 1;
+  return std::max<std::size_t>(2, static_cast<std::size_t>(std::ceil(pool_bytes / set_bytes)));
+}
+
+std::map<model::KernelClass, std::vector<profile::KernelPoint>> memory_points(
+    const std::vector<MemoryFigure>& figures, const std::vector<double>& seconds) {
+  std::map<model::KernelClass, std::vector<profile::KernelPoint>> out;
+  for (std::size_t i = 0; i < figures.size() && i < seconds.size(); ++i) {
+    if (!(seconds[i] > 0.0)) continue;
+    profile::KernelPoint p;
+    p.bytes = Bytes(static_cast<std::uint64_t>(figures[i].model_bytes));
+    p.bandwidth = Bandwidth::bytes_per_second(figures[i].model_bytes / seconds[i]);
+    out[figures[i].cls].push_back(p);
+  }
+  for (auto& [cls, points] : out) {
+    std::sort(points.begin(), points.end(),
+              [](const auto& a, const auto& b) { return a.bytes->count() < b.bytes->count(); });
+  }
+  return out;
+}
+
+}  // namespace tawpipe::exec::host

@@ -1,0 +1,95 @@
+/// \file
+/// The memory-bound kernel figures of `tawexec calibrate --backend host`, at the sizes and cache
+/// state a run gives them (calibrate.cpp measures them, calibrate_kernels.cpp says which).
+///
+/// What a run's memory-bound ops touch (rank 0's op order in the session-12 IRs of cpu-h256 on
+/// 2x2-cpu, seq 256, 4 layers per rank; "reuse distance" = bytes of other buffers the rank's ops
+/// touch between two touches of a buffer):
+///  - norm, activation, residual inside a layer: activation-sized (T x H, T x F floats), just
+///    written by the previous kernel of the same op: hot (in the core's 1 MiB L2).
+///  - accumulate (IR op, kernel class residual): weight-sized. WeiPipe and TawPipe add a whole
+///    block (12.9 MB, 4 layers) into a gradient block last touched 40-350 MB ago; FSDP adds one
+///    reduce-scattered piece (0.8 MB, a quarter of a layer) into a gradient piece not touched
+///    since the previous step. Beyond every cache either way.
+///  - optimizer (AdamW + the master copy): the rank's shard (a 12.9 MB block, or FSDP's 0.8 MB
+///    pieces) with its gradient, weights and state, last touched 30-570 MB ago: cold.
+///  - copy: a weight block (WeiPipe's last copy, 12.9 MB), cold.
+///  - embedding: a gather of T rows of the table into the activations (forward), a scatter-add
+///    of the activation gradient into the table's gradient (backward); small.
+/// So the calibration measures the layer-internal classes hot at activation size (as before) and
+/// the weight-sized ones at the run's sizes with their operands rotated over a pool larger than
+/// the caches (kColdPoolBytes), as Intel MPI Benchmarks' -off_cache does and as the GEMM figures
+/// already rotate their weight operands. Each figure's byte count is the kernel model's
+/// (common/model/kernels.h), so the simulator's by-bytes interpolation (sim/compute/
+/// kernel_rates.cpp) meets the point exactly at the run's kernels.
+///
+/// Measured (this VM, 2x2-cpu, quiet, 2026-11-25 13:09-13:11, six calibrations in a row; GB/s of
+/// the kernel model's bytes): residual add over T x H hot 26.2-27.8; accumulate of a 0.8 MB
+/// piece, cold 25.7-27.3; of a 12.9 MB block, cold 26.4-27.5: no cache effect on the
+/// accumulate (its operands already exceed the L2 and stream). Copy hot (1.4 MB moved) 109-117,
+/// a block cold (25.7 MB moved) 24.8-29.1: 4x apart, so a weight copy needs the cold point.
+/// AdamW with its master copy 8.4-8.9 at both sizes, where the optimizer used to get the norm
+/// figure (6.0-6.3); embedding gather 114-125, scatter-add 18.2-18.8 (also the norm figure
+/// before). On the predictions (tawsim with these classes' figures of one calibration swapped
+/// into another's) they move each method by at most 0.3 % and no adjacent gap by more than 0.3
+/// points: the memory-bound classes are not what orders the methods on this machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/model/kernel_class.h"
+#include "common/model/model.h"
+#include "common/profile/profile.h"
+#include "exec/math/dims.h"
+
+namespace tawpipe::exec::host {
+
+/// Bytes a cold figure's operand sets rotate over (per measuring rank): 64 MiB, past the 1 MiB L2
+/// per core and the last-level cache share of this VM (session 13, mb2 micro-benchmark: copying
+/// a 12.9 MB block rotated over 64 MiB ran at 15-27 GB/s against 20-30 hot, the same block held
+/// in one set).
+inline constexpr double kColdPoolBytes = 64.0 * 1024 * 1024;
+
+/// One memory-bound figure: what the run does, how big, and hot or cold.
+struct MemoryFigure {
+  enum class Kernel : std::uint8_t {
+    rmsnorm,        ///< RMSNorm forward over T x H
+    swiglu,         ///< SwiGLU forward over T x F
+    residual_add,   ///< z = x + y over T x H
+    accumulate,     ///< dst += src over `elements` (the IR's accumulate op)
+    adamw,          ///< AdamW over `elements`, then the master copy (the IR's optimizer op)
+    copy,           ///< memcpy of `elements` floats
+    embedding_fwd,  ///< gather of T rows of the embedding table
+    embedding_bwd,  ///< scatter-add of T rows into the embedding gradient
+  };
+  Kernel kernel = Kernel::copy;
+  model::KernelClass cls = model::KernelClass::copy;
+  std::string what;          ///< for logs: "accumulate of a 4-layer block" ...
+  std::size_t elements = 0;  ///< floats of the main operand
+  double model_bytes = 0.0;  ///< bytes the kernel model counts for this kernel
+  bool cold = false;         ///< operands rotate over kColdPoolBytes
+};
+
+/// The figures a run of `model` at `seq_len` (micro-batch 1, fp32) needs when each rank cycles
+/// through `layers` layers and `world` ranks split a layer into pieces (FSDP): hot norm,
+/// activation, residual and copy at activation size; cold accumulate, optimizer at a piece
+/// (per_layer / world) and at a block (layers x per_layer); a cold copy of a block; embedding
+/// forward and backward. Figures whose byte count repeats an earlier one of the same class are
+/// left out (the simulator needs distinct sizes per class).
+std::vector<MemoryFigure> memory_figures(const model::ModelConfig& model, const math::Dims& dims,
+                                         std::int64_t layers, int world);
+
+/// Operand sets a figure rotates over: 1 when hot, else enough sets of `set_bytes` to fill
+/// `pool_bytes`, at least 2.
+std::size_t rotation_sets(double set_bytes, bool cold, double pool_bytes = kColdPoolBytes);
+
+/// Profile points per class from the figures and their measured seconds per call (same order):
+/// one point {bytes: model_bytes, bandwidth: model_bytes / seconds} per figure, sorted by bytes.
+std::map<model::KernelClass, std::vector<profile::KernelPoint>> memory_points(
+    const std::vector<MemoryFigure>& figures, const std::vector<double>& seconds);
+
+}  // namespace tawpipe::exec::host

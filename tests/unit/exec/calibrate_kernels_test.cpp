@@ -1,0 +1,112 @@
+// The memory-bound figures of `tawexec calibrate --backend host` (exec/host/calibrate_kernels.h):
+// they must sit at the byte counts of the run's kernels, so that the simulator's by-bytes
+// interpolation meets each measured point exactly where a run's kernel is.
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <gtest/gtest.h>
+
+#include "common/model/presets.h"
+#include "exec/host/calibrate_kernels.h"
+#include "exec/math/dims.h"
+
+namespace tawpipe::exec::host {
+namespace {
+
+using model::KernelClass;
+
+struct Workload {
+  model::ModelConfig cfg;
+  math::Dims dims;
+};
+
+Workload cpu_h256(std::int64_t seq) {
+  auto cfg = model::preset("cpu-h256");
+  EXPECT_TRUE(cfg.ok());
+  auto dims = math::host_dims(*cfg, seq, 1);
+  EXPECT_TRUE(dims.ok());
+  return {*cfg, *dims};
+}
+
+const MemoryFigure* find(const std::vector<MemoryFigure>& figures, KernelClass cls, double bytes) {
+  for (const MemoryFigure& f : figures)
+    if (f.cls == cls && f.model_bytes == bytes) return &f;
+  return nullptr;
+}
+
+// The byte counts below are the kernels of the IRs validate-host runs on 2x2-cpu (cpu-h256,
+// seq 256, 4 layers per rank, 4 ranks; `tawsim --emit-ir`, the "costs" rows): WeiPipe's and
+// TawPipe's grad_accumulate of a block, FSDP's of a quarter layer, the in-layer residual add,
+// AdamW over a block and over a piece.
+TEST(CalibrateKernels, FiguresSitAtTheRunsKernelBytes) {
+  const Workload s = cpu_h256(256);
+  const auto figures = memory_figures(s.cfg, s.dims, 4, 4);
+  const MemoryFigure* block_acc = find(figures, KernelClass::residual, 38559744.0);
+  const MemoryFigure* piece_acc = find(figures, KernelClass::residual, 3.0 * 4.0 * 200832.0);
+  const MemoryFigure* add = find(figures, KernelClass::residual, 786432.0);
+  const MemoryFigure* block_opt = find(figures, KernelClass::optimizer, 28.0 * 3213312.0);
+  const MemoryFigure* piece_opt = find(figures, KernelClass::optimizer, 28.0 * 200832.0);
+  ASSERT_NE(block_acc, nullptr);
+  ASSERT_NE(piece_acc, nullptr);
+  ASSERT_NE(add, nullptr);
+  ASSERT_NE(block_opt, nullptr);
+  ASSERT_NE(piece_opt, nullptr);
+  // Weight-sized operands are cold (rotated), activation-sized ones hot.
+  EXPECT_TRUE(block_acc->cold);
+  EXPECT_TRUE(piece_acc->cold);
+  EXPECT_FALSE(add->cold);
+  EXPECT_TRUE(block_opt->cold);
+  EXPECT_EQ(block_acc->kernel, MemoryFigure::Kernel::accumulate);
+  EXPECT_EQ(block_opt->kernel, MemoryFigure::Kernel::adamw);
+  EXPECT_EQ(block_acc->elements, 3213312u);
+  // The embedding forward gathers T rows: ids (4 B per token) + read and write of T x H floats.
+  EXPECT_NE(find(figures, KernelClass::embedding, 4.0 * 256 + 2.0 * 4.0 * 256 * 256), nullptr);
+  // A cold copy of a block.
+  const MemoryFigure* block_copy = find(figures, KernelClass::copy, 2.0 * 4.0 * 3213312.0);
+  ASSERT_NE(block_copy, nullptr);
+  EXPECT_TRUE(block_copy->cold);
+}
+
+TEST(CalibrateKernels, OneFigurePerClassAndSize) {
+  const Workload s = cpu_h256(256);
+  // One rank: an FSDP piece is the whole layer; one layer per rank: the block is that layer.
+  // The piece and block figures then coincide and must appear once (the simulator's
+  // interpolation divides by the log of the ratio of two points' sizes).
+  const auto figures = memory_figures(s.cfg, s.dims, 1, 1);
+  std::set<std::pair<KernelClass, double>> seen;
+  for (const MemoryFigure& f : figures)
+    EXPECT_TRUE(seen.insert({f.cls, f.model_bytes}).second)
+        << model::to_string(f.cls) << " twice at " << f.model_bytes << " bytes";
+  const auto n = std::count_if(figures.begin(), figures.end(), [](const MemoryFigure& f) {
+    return f.cls == KernelClass::optimizer;
+  });
+  EXPECT_EQ(n, 1);
+}
+
+TEST(CalibrateKernels, RotationFillsThePool) {
+  EXPECT_EQ(rotation_sets(1e6, false), 1u);
+  EXPECT_EQ(rotation_sets(25.7e6, true), 3u);  // 64 MiB / 25.7 MB, rounded up
+  EXPECT_EQ(rotation_sets(1e9, true), 2u);     // never fewer than two sets
+  EXPECT_GE(static_cast<double>(rotation_sets(1e6, true)) * 1e6, kColdPoolBytes);
+}
+
+TEST(CalibrateKernels, PointsAreSortedAndCarryTheMeasuredBandwidth) {
+  std::vector<MemoryFigure> figures(3);
+  figures[0] = {MemoryFigure::Kernel::accumulate, KernelClass::residual, "big", 100, 4e6, true};
+  figures[1] = {MemoryFigure::Kernel::residual_add, KernelClass::residual, "small", 10, 1e6, false};
+  figures[2] = {MemoryFigure::Kernel::copy, KernelClass::copy, "unmeasured", 10, 2e6, false};
+  const auto points = memory_points(figures, {2e-3, 1e-4, -1.0});
+  ASSERT_EQ(points.count(KernelClass::residual), 1u);
+  EXPECT_EQ(points.count(KernelClass::copy), 0u);  // no positive time: no point
+  const auto& r = points.at(KernelClass::residual);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].bytes->count(), 1000000u);
+  EXPECT_DOUBLE_EQ(r[0].bandwidth->bytes_per_second(), 1e10);
+  EXPECT_EQ(r[1].bytes->count(), 4000000u);
+  EXPECT_DOUBLE_EQ(r[1].bandwidth->bytes_per_second(), 2e9);
+  EXPECT_FALSE(r[0].flat());
+}
+
+}  // namespace
+}  // namespace tawpipe::exec::host
