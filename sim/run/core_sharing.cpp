@@ -13,7 +13,7 @@ CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done, SimTime slic
       background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob),
       busy_log_(static_cast<std::size_t>(std::max(cores, 1))),
       slice_(slice),
-      slices_(static_cast<std::size_t>(std::max(cores, 1))) {
+      queues_(static_cast<std::size_t>(std::max(cores, 1))) {
   handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
 }
 
@@ -22,9 +22,10 @@ void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
   start_job(cores, delay, work, token);
 }
 
-void CoreSharing::start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token) {
+void CoreSharing::start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token,
+                               bool short_wake) {
   start_job(std::span<const int>(&core, 1), SimTime(), work, token, false,
-            slice_ > SimTime() ? owner : 0);
+            slice_ > SimTime() ? owner : 0, short_wake);
 }
 
 bool CoreSharing::has_op(int core, std::uint64_t owner) const {
@@ -33,35 +34,131 @@ bool CoreSharing::has_op(int core, std::uint64_t owner) const {
                      [&](std::uint32_t id) { return jobs_[id].owner == owner; });
 }
 
-void CoreSharing::pass_on(int core) {
-  Slices& s = slices_[static_cast<std::size_t>(core)];
-  if (engine_.is_pending(s.slice_end)) engine_.cancel(s.slice_end);
-  s.holder = 0;
-  if (!s.waiting.empty()) {
-    s.holder = s.waiting.front();
-    s.waiting.erase(s.waiting.begin());
-    s.slice_end = engine_.schedule_after(
-        slice_, Event{handler_, kSliceEnd, static_cast<std::uint64_t>(core)});
+CoreSharing::Thread& CoreSharing::thread(int core, std::uint64_t owner) {
+  auto& ts = queues_[static_cast<std::size_t>(core)].threads;
+  for (Thread& t : ts)
+    if (t.owner == owner) return t;
+  ts.push_back(Thread{});
+  ts.back().owner = owner;
+  return ts.back();
+}
+
+double CoreSharing::mean_v(const Queue& q) const {
+  double sum = 0.0;
+  int n = 0;
+  for (const Thread& t : q.threads) {
+    if (t.state == Thread::off) continue;
+    sum += t.v;
+    ++n;
+  }
+  return n == 0 ? q.base : sum / n;
+}
+
+void CoreSharing::advance(int core) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  const SimTime now = engine_.now();
+  if (q.running != 0 && q.runs)
+    thread(core, q.running).v += static_cast<double>((now - q.last).picoseconds());
+  q.last = now;
+}
+
+void CoreSharing::pick(int core) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  q.running = 0;
+  for (;;) {
+    const double vbar = mean_v(q);
+    Thread* best = nullptr;
+    Thread* lowest = nullptr;  // guards rounding: the least v is always eligible
+    for (Thread& t : q.threads) {
+      if (t.state == Thread::off) continue;
+      if (lowest == nullptr || t.v < lowest->v) lowest = &t;
+      if (t.v <= vbar + 0.5 && (best == nullptr || t.d < best->d)) best = &t;
+    }
+    if (best == nullptr) best = lowest;
+    if (best == nullptr) return;  // nobody queued
+    if (best->state == Thread::delayed) {
+      // A sleeping thread whose lag has decayed to 0 leaves the queue (with lag 0).
+      best->state = Thread::off;
+      best->lag = 0.0;
+      q.base = vbar;
+      continue;
+    }
+    q.running = best->owner;
+    return;
   }
 }
 
-void CoreSharing::on_slice_end(int core) {
-  Slices& s = slices_[static_cast<std::size_t>(core)];
-  if (s.waiting.empty()) {  // nobody else wants the core: a new slice for the holder
-    s.slice_end = engine_.schedule_after(
-        slice_, Event{handler_, kSliceEnd, static_cast<std::uint64_t>(core)});
+void CoreSharing::wake(int core, std::uint64_t owner, bool short_wake) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  const double vbar = mean_v(q);
+  const double slice = static_cast<double>(slice_.picoseconds());
+  Thread& t = thread(core, owner);
+  if (t.state == Thread::delayed) {
+    // Still queued with negative lag: it keeps its place (and its request) unless its lag has
+    // turned positive meanwhile (then lag 0, a new request).
+    t.state = Thread::queued;
+    if (t.v < vbar) {
+      t.v = vbar;
+      t.d = t.v + slice;
+    }
+  } else if (t.state == Thread::off) {
+    int n = 0;
+    for (const Thread& o : q.threads)
+      n += o.state != Thread::off;
+    const double lag = n > 0 ? t.lag * (n + 1) / n : 0.0;
+    t.v = vbar - lag;
+    t.d = t.v + slice;
+    t.state = Thread::queued;
+  }
+  if (q.running == 0) {
+    if (!q.handover_pending) pick(core);  // else the handover picks, after this instant
     return;
   }
-  s.waiting.push_back(s.holder);
-  pass_on(core);
-  rerate(core);
+  if (!short_wake || q.running == owner) return;
+  // PREEMPT_SHORT: a thread waking in a shorter slice preempts the running one if it is
+  // eligible (its deadline, v + the short slice, is then the earliest); it sets its compute slice
+  // as it starts the op, which places it anew: the same v, d = v + the compute slice.
+  if (t.v <= mean_v(q) + 0.5) q.running = owner;
+}
+
+void CoreSharing::block(int core, std::uint64_t owner) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  Thread& t = thread(core, owner);
+  const double vbar = mean_v(q);
+  const double limit = 2.0 * static_cast<double>(slice_.picoseconds());
+  t.lag = std::clamp(vbar - t.v, -limit, limit);
+  if (t.lag < 0.0) {
+    t.state = Thread::delayed;  // competes for V until its lag is 0
+  } else {
+    t.state = Thread::off;
+    if (std::none_of(q.threads.begin(), q.threads.end(),
+                     [](const Thread& o) { return o.state != Thread::off; }))
+      q.base = vbar;
+  }
+  if (q.running != owner) return;
+  // Its next op may be issued at this instant (an op boundary): pick after it.
+  q.running = 0;
+  if (!q.handover_pending) {
+    q.handover_pending = true;
+    engine_.schedule_after(SimTime(), Event{handler_, kHandover, static_cast<std::uint64_t>(core)});
+  }
 }
 
 void CoreSharing::on_handover(int core) {
-  Slices& s = slices_[static_cast<std::size_t>(core)];
-  s.handover_pending = false;
-  if (s.holder != 0 && has_op(core, s.holder)) return;  // its next op came at once
-  pass_on(core);
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  q.handover_pending = false;
+  advance(core);
+  if (q.running == 0) pick(core);
+  rerate(core);
+}
+
+void CoreSharing::on_request_end(int core) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  advance(core);
+  if (q.running == 0) return;
+  Thread& t = thread(core, q.running);
+  t.d = t.v + static_cast<double>(slice_.picoseconds());  // a new request
+  pick(core);
   rerate(core);
 }
 
@@ -99,7 +196,8 @@ SimTime CoreSharing::busy_between(int core, SimTime from) const {
 }
 
 std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                                     std::uint64_t token, bool background, std::uint64_t owner) {
+                                     std::uint64_t token, bool background, std::uint64_t owner,
+                                     bool short_wake) {
   assert(!cores.empty());
   std::uint32_t id = 0;
   if (!free_.empty()) {
@@ -121,6 +219,7 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
   j.live = true;
   j.background = background;
   j.owner = owner;
+  j.short_wake = short_wake;
   if (delay > SimTime()) {
     engine_.schedule_after(delay, Event{handler_, kDelayDone, id});
   } else {
@@ -136,7 +235,7 @@ double CoreSharing::share(const Job& j) const {
   std::size_t most = 1;
   for (int c : j.cores) {
     const auto u = static_cast<std::size_t>(c);
-    const std::uint64_t holder = slices_[u].holder;
+    const std::uint64_t holder = queues_[u].running;
     std::size_t shared = 0, held = 0;
     for (std::uint32_t id : on_core_[u]) {
       const std::uint64_t o = jobs_[id].owner;
@@ -161,45 +260,28 @@ void CoreSharing::join(std::uint32_t id) {
     j.done = engine_.schedule_after(SimTime(), Event{handler_, kWorkDone, id});
     return;
   }
+  for (int c : j.cores)
+    advance(c);
   j.on_cores = true;
   for (int c : j.cores)
     on_core_[static_cast<std::size_t>(c)].push_back(id);
-  if (j.owner != 0) {
-    Slices& s = slices_[static_cast<std::size_t>(j.cores[0])];
-    if (s.holder == 0) {
-      s.waiting.push_back(j.owner);
-      pass_on(j.cores[0]);
-    } else if (s.holder != j.owner &&
-               std::find(s.waiting.begin(), s.waiting.end(), j.owner) == s.waiting.end()) {
-      s.waiting.push_back(j.owner);
-    }
-  }
+  if (j.owner != 0) wake(j.cores[0], j.owner, j.short_wake);
   for (int c : j.cores)
     rerate(c);
 }
 
 void CoreSharing::leave(std::uint32_t id) {
   Job& j = jobs_[id];
+  for (int c : j.cores)
+    advance(c);
   for (int c : j.cores) {
     auto& v = on_core_[static_cast<std::size_t>(c)];
     v.erase(std::find(v.begin(), v.end(), id));
   }
   j.live = false;
   j.on_cores = false;
-  if (j.owner != 0 && !has_op(j.cores[0], j.owner)) {
-    Slices& s = slices_[static_cast<std::size_t>(j.cores[0])];
-    if (s.holder == j.owner) {
-      // The thread may start its next op at this instant (same slice): decide after the
-      // completion's callbacks have run.
-      if (!s.handover_pending) {
-        s.handover_pending = true;
-        engine_.schedule_after(SimTime(),
-                               Event{handler_, kHandover, static_cast<std::uint64_t>(j.cores[0])});
-      }
-    } else {
-      s.waiting.erase(std::remove(s.waiting.begin(), s.waiting.end(), j.owner), s.waiting.end());
-    }
-  }
+  // Its thread sleeps until its next op is issued (an op boundary is a block, see the header).
+  if (j.owner != 0 && !has_op(j.cores[0], j.owner)) block(j.cores[0], j.owner);
   for (int c : j.cores)
     rerate(c);
 }
@@ -220,22 +302,41 @@ void CoreSharing::rerate(int core) {
     if (rate == j.rate && (rate == 0.0 || engine_.is_pending(j.done))) continue;
     j.rate = rate;
     if (engine_.is_pending(j.done)) engine_.cancel(j.done);
-    if (rate == 0.0) continue;  // waits for its slice
+    if (rate == 0.0) {  // waits for its turn, or a copy preempts it
+      // Stopped at the instant it got the core (a copy or a short-slice thread came at once):
+      // it has not started; its thread starts it when it next runs.
+      if (j.ran && j.first_run == now) j.ran = false;
+      continue;
+    }
     if (!j.ran && j.owner != 0 && on_first_run_) on_first_run_(j.token);
+    if (!j.ran) j.first_run = now;
     j.ran = true;
     const double left = std::max(j.remaining_ps, 0.0) / rate;
     j.done = engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
                                     Event{handler_, kWorkDone, id});
   }
+  if (slice_ <= SimTime()) return;
+  // The running thread's request: its v grows while it has the core (copies stop it).
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  q.runs = false;
+  for (std::uint32_t id : on)
+    q.runs =
+        q.runs || (jobs_[id].owner != 0 && jobs_[id].owner == q.running && jobs_[id].rate > 0.0);
+  if (engine_.is_pending(q.request_end)) engine_.cancel(q.request_end);
+  if (!q.runs) return;
+  const Thread& t = thread(core, q.running);
+  const double left = std::max(t.d - t.v, 0.0);
+  q.request_end =
+      engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
+                             Event{handler_, kRequestEnd, static_cast<std::uint64_t>(core)});
 }
 
 void CoreSharing::handle(const Event& e) {
-  if (e.kind == kSliceEnd || e.kind == kHandover) {
-    const auto core = static_cast<int>(e.data);
-    if (e.kind == kSliceEnd) {
-      on_slice_end(core);
+  if (e.kind == kRequestEnd || e.kind == kHandover) {
+    if (e.kind == kRequestEnd) {
+      on_request_end(static_cast<int>(e.data));
     } else {
-      on_handover(core);
+      on_handover(static_cast<int>(e.data));
     }
     return;
   }

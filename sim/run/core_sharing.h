@@ -17,14 +17,36 @@
 ///
 /// Time slices (start_sliced): a compute thread is not a fluid. The host backend's compute
 /// threads ask the scheduler for a slice of host_wait::kComputeSliceNs (20 ms, exec/host
-/// mpi_ops.h), so two ranks' compute threads on one core take turns: the thread holding the core
-/// keeps it for its slice (through consecutive ops of its thread: an op boundary is not a
-/// switch), the others wait at rate 0, and the core passes on at the slice's end (round robin) or
-/// when the holder has no compute op left (it waits for a transfer). Copies and wake-ups (start,
-/// add_background) are the work of communication threads, which wait for MPI under SCHED_FIFO
-/// (exec/host/mpi_ops.cpp FifoWhileWaiting): they preempt the holder, so while n_c >= 1 of them
-/// run on a core each progresses at 1 / n_c and the holder's compute ops stop. With a zero slice
-/// every job is shared as above (pure processor sharing).
+/// mpi_ops.h), and Linux (6.6 and later) shares a core among them by EEVDF
+/// (Documentation/scheduler/sched-eevdf.rst): each thread's virtual runtime v counts the core
+/// time it got; V is the mean v of the threads queued on the core; a thread is eligible when its
+/// lag V - v is >= 0, and the core goes to the eligible thread with the earliest virtual deadline
+/// d (v + its slice when its request began). The model, per core, one thread running at a time:
+/// - The running thread keeps the core until its request is done (v reaches d: a new request, a
+///   new pick, "run to parity") or it blocks. An op boundary is a block: the backend's stream
+///   thread reports the op to its interpreter and sleeps until the next op is issued (exec/host
+///   host_backend.cpp); the interpreter's thread (default slice, shorter) runs at once, wakes
+///   the stream thread and sleeps, so the pick after the boundary is between the woken thread
+///   (placed by its lag, a new request) and the waiting ones, none of them protected: a
+///   waiting thread with an earlier deadline gets the core (measured on 2x2-cpu: at 158 of 174
+///   of FSDP's op boundaries beside a waiting thread the core passed on), a thread owed time
+///   keeps it (1F1B's rank 0 runs embedding_backward, embedding_forward and forward back to back
+///   beside rank 1's backward).
+/// - A thread that blocks with negative lag stays queued ("deferred dequeue") until it is
+///   eligible, then leaves with lag 0; one that blocks with lag >= 0 leaves at once and keeps
+///   its lag. On waking it is placed at v = V - lag (scaled by (n + 1) / n for the n threads
+///   queued, as the kernel's place_entity), a delayed one where it was (lag at most 0).
+/// - A waking thread preempts the running one only when it wakes with a shorter slice (the
+///   kernel's PREEMPT_SHORT) and is eligible: a stream thread whose last op was communication
+///   sleeps in the communication slice (host_wait, exec/host/mpi_ops.h kCommSliceNs), so an
+///   accumulate or copy it runs after a transfer starts at once (measured: FSDP's accumulates
+///   on its communication stream waited 0.7 ms on average, not a compute slice).
+/// Copies and wake-ups (start, add_background) are the work of communication threads, which
+/// wait for MPI under SCHED_FIFO (exec/host/mpi_ops.cpp FifoWhileWaiting): they preempt the
+/// running compute thread (whose v stops meanwhile), and while n_c >= 1 of them run on a core
+/// each progresses at 1 / n_c. Not modelled: the tick (the kernel notices a request's end at the
+/// next tick, <= 4 ms at HZ=250, not at once), weights other than equal, and the interpreter
+/// threads. With a zero slice every job is shared as above (pure processor sharing).
 ///
 /// The shares ignore what a core's other threads do while they sleep (MPI waits yield the core,
 /// exec/host/mpi_ops.h) and the memory bandwidth two cores share; calibration on the same layout
@@ -61,9 +83,12 @@ class CoreSharing {
   /// moment its thread starts the op, which is when the host backend stamps an op's start.
   void set_on_first_run(DoneFn on_first_run) { on_first_run_ = std::move(on_first_run); }
 
-  /// Starts a compute op of thread `owner` (any id but 0, unique per thread) on core `core`: it
-  /// holds the core in time slices with the other threads' compute ops there (see above).
-  void start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token);
+  /// Starts a compute op of thread `owner` (any id but 0, unique per thread) on core `core`: the
+  /// thread wakes, and runs it when EEVDF gives it the core (see above). `short_wake`: the thread
+  /// slept in a slice shorter than the compute slice (its last op was communication), so it
+  /// preempts the running thread if it is eligible.
+  void start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token,
+                    bool short_wake = false);
 
   /// Adds `work` to core `core`'s one background job (token `token`), started when there is
   /// none: work that completes nothing and is charged to the core as one job however often it
@@ -82,7 +107,7 @@ class CoreSharing {
   SimTime busy_between(int core, SimTime from) const;
 
  private:
-  enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1, kSliceEnd = 2, kHandover = 3 };
+  enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1, kRequestEnd = 2, kHandover = 3 };
   struct Job {
     std::vector<int> cores;     ///< distinct core ids
     double remaining_ps = 0.0;  ///< work left, in picoseconds of a whole core
@@ -95,14 +120,26 @@ class CoreSharing {
     bool background = false;  ///< a core's background job (add_background)
     std::uint64_t owner = 0;  ///< start_sliced: the thread; 0 for shared jobs
     bool ran = false;         ///< has had a share of its core
+    SimTime first_run;        ///< when it first had a share
+    bool short_wake = false;  ///< start_sliced: its thread wakes in a short slice
   };
-  /// A core's time slices: the thread holding it, when its slice ends, and the threads with a
-  /// compute op waiting for it, in turn order.
-  struct Slices {
-    std::uint64_t holder = 0;
-    std::vector<std::uint64_t> waiting;
-    EventHandle slice_end;
-    bool handover_pending = false;
+  /// A compute thread on a core, as EEVDF sees it (picoseconds of core time).
+  struct Thread {
+    std::uint64_t owner = 0;
+    double v = 0.0;    ///< virtual runtime
+    double d = 0.0;    ///< virtual deadline of its current request
+    double lag = 0.0;  ///< kept while off the queue
+    enum State : std::uint8_t { off, queued, delayed } state = off;
+  };
+  /// A core's EEVDF queue: its threads, the one running, and when its request ends.
+  struct Queue {
+    std::vector<Thread> threads;
+    std::uint64_t running = 0;  ///< owner, or 0
+    bool runs = false;          ///< whether `running` got the core since `last`
+    SimTime last;               ///< when the running thread's v was last advanced
+    double base = 0.0;          ///< V when no thread is queued
+    EventHandle request_end;
+    bool handover_pending = false;  ///< the running thread blocked: pick after this instant
   };
   /// A change of a core between busy and idle: when, the busy time before it, the new state.
   struct BusyMark {
@@ -112,12 +149,22 @@ class CoreSharing {
   };
 
   std::uint32_t start_job(std::span<const int> cores, SimTime delay, SimTime work,
-                          std::uint64_t token, bool background = false, std::uint64_t owner = 0);
+                          std::uint64_t token, bool background = false, std::uint64_t owner = 0,
+                          bool short_wake = false);
   /// Whether `owner` has a compute op on `core`.
   bool has_op(int core, std::uint64_t owner) const;
-  /// Gives `core` to its next waiting thread (or none) for a new slice.
-  void pass_on(int core);
-  void on_slice_end(int core);
+  Thread& thread(int core, std::uint64_t owner);
+  /// Adds the core time the running thread got since the last call to its v.
+  void advance(int core);
+  /// V: the mean v of the threads queued on `core` (delayed ones too).
+  double mean_v(const Queue& q) const;
+  /// Thread `owner` wakes with an op on `core` (placement, then preemption or a pick).
+  void wake(int core, std::uint64_t owner, bool short_wake);
+  /// Thread `owner` has no op left on `core`: it sleeps (delayed while its lag is negative).
+  void block(int core, std::uint64_t owner);
+  /// Gives `core` to the eligible queued thread with the earliest deadline (or none).
+  void pick(int core);
+  void on_request_end(int core);
   void on_handover(int core);
   /// Busy time of `core` from the start up to `t` (t <= now).
   SimTime busy_until(int core, SimTime t) const;
@@ -139,7 +186,7 @@ class CoreSharing {
   std::vector<std::uint32_t> background_;        ///< per core: its background job, or kNoJob
   std::vector<std::vector<BusyMark>> busy_log_;  ///< per core, in time order
   SimTime slice_;
-  std::vector<Slices> slices_;  ///< per core
+  std::vector<Queue> queues_;  ///< per core
 };
 
 }  // namespace tawpipe::sim

@@ -142,7 +142,22 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
   const std::uint64_t thread = (static_cast<std::uint64_t>(rt_[g].rank) << 20 |
                                 static_cast<std::uint64_t>(op_at(g).stream)) +
                                1;
-  cores_->start_sliced(core, work + op_overhead_, thread, g);
+  // The slice its thread sleeps in is the one its last op set (exec/host/host_backend.cpp
+  // set_slice): the communication slice after a transfer, the compute slice after a compute op
+  // or copy. Alloc and free run on the interpreter's thread.
+  const auto r = static_cast<std::size_t>(rt_[g].rank);
+  const auto& ops = program_.ranks[r].ops;
+  bool short_wake = false;
+  for (std::size_t i = g - res_.rank_offset[r]; i-- > 0;) {
+    const ir::Op& prev = ops[i];
+    if (prev.stream != op_at(g).stream || prev.kind == ir::OpKind::alloc ||
+        prev.kind == ir::OpKind::free)
+      continue;
+    short_wake = prev.kind == ir::OpKind::send || prev.kind == ir::OpKind::recv ||
+                 prev.kind == ir::OpKind::collective;
+    break;
+  }
+  cores_->start_sliced(core, work + op_overhead_, thread, g, short_wake);
 }
 
 void Executor::start_p2p_shm(std::size_t send_g) {

@@ -163,18 +163,18 @@ TEST(MpiShm, CpuTimesAreTheWorkAndTheRestIsLatency) {
   EXPECT_EQ(MpiShmModel({odd}, SimTime(), 1e9, 2).p2p(1048576.0).latency, SimTime());
 }
 
-// Time slices (start_sliced, slice 20 ms): compute threads take turns on a core.
+// Time slices (start_sliced, slice 20 ms): compute threads share a core by EEVDF.
 struct SlicedHarness {
   Engine engine;
   std::map<std::uint64_t, SimTime> done, first_run;
-  /// Token -> the op its thread starts when it completes (token, work, owner).
-  std::map<std::uint64_t, std::tuple<std::uint64_t, SimTime, std::uint64_t>> then;
+  /// Token -> the op its thread starts when it completes (token, work, owner, short_wake).
+  std::map<std::uint64_t, std::tuple<std::uint64_t, SimTime, std::uint64_t, bool>> then;
   CoreSharing cores{engine, 1,
                     [this](std::uint64_t t) {
                       done[t] = engine.now();
                       if (auto it = then.find(t); it != then.end()) {
-                        const auto [token, work, owner] = it->second;
-                        cores.start_sliced(0, work, owner, token);
+                        const auto [token, work, owner, short_wake] = it->second;
+                        cores.start_sliced(0, work, owner, token, short_wake);
                       }
                     },
                     ms(20)};
@@ -196,18 +196,56 @@ TEST(CoreSharing, SlicedThreadsTakeTurns) {
   EXPECT_EQ(h.done[1], ms(40));
 }
 
-TEST(CoreSharing, AnOpBoundaryIsNotASwitch) {
-  // Thread 1 runs op 1 (5 ms), then at once op 3 (5 ms): still its slice, so op 3 ends at 10;
-  // thread 2's op (5 ms) gets the core when thread 1 has none left: 10..15. Under processor
-  // sharing op 2 would have ended at 10.
+TEST(CoreSharing, AnOpBoundaryPassesTheCoreToAnEligibleWaitingThread) {
+  // Thread 1 runs op 1 (5 ms) while thread 2's op (5 ms) waits, then op 3 (5 ms) is issued at
+  // once. At 5 ms thread 1 has v 5, thread 2 v 0: V = 2.5, thread 1's lag is -2.5 (it sleeps
+  // "delayed", keeps its v when op 3 wakes it), thread 2 is eligible: it runs 5..10, thread 1's
+  // op 3 10..15. (A thread that kept its slice through op boundaries would end op 3 at 10.)
   SlicedHarness h;
-  h.then[1] = {3, ms(5), 1};
+  h.then[1] = {3, ms(5), 1, false};
   h.cores.start_sliced(0, ms(5), 1, 1);
   h.cores.start_sliced(0, ms(5), 2, 2);
   h.engine.run();
   EXPECT_EQ(h.done[1], ms(5));
-  EXPECT_EQ(h.done[3], ms(10));
-  EXPECT_EQ(h.done[2], ms(15));
+  EXPECT_EQ(h.first_run[2], ms(5));
+  EXPECT_EQ(h.done[2], ms(10));
+  EXPECT_EQ(h.done[3], ms(15));
+}
+
+TEST(CoreSharing, AThreadOwedTimeKeepsTheCoreAtAnOpBoundary) {
+  // Thread 2 (30 ms) runs its 20 ms request (v 20, new deadline 40); thread 1 (v 0, deadline
+  // 20) then runs op 1 (10 ms): 20..30, v 10. It sleeps with lag (10 + 20) / 2 - 10 = 5 and op 3
+  // (5 ms) wakes it at once: placed at V - 2 x 5 = 20 - 10 = 10 (lag scaled by (n + 1) / n, n =
+  // 1), deadline 30; the pick after the boundary finds it eligible (V 15) and thread 2 not (20):
+  // op 3 runs 30..35, thread 2 its last 10 ms 35..45. Had the core been picked when thread 1
+  // slept, before op 3 woke it, thread 2 would have run 30..40 protected by its request.
+  SlicedHarness h;
+  h.then[1] = {3, ms(5), 1, false};
+  h.cores.start_sliced(0, ms(30), 2, 2);
+  h.cores.start_sliced(0, ms(10), 1, 1);
+  h.engine.run();
+  EXPECT_EQ(h.first_run[1], ms(20));
+  EXPECT_EQ(h.done[1], ms(30));
+  EXPECT_EQ(h.done[3], ms(35));
+  EXPECT_EQ(h.done[2], ms(45));
+}
+
+TEST(CoreSharing, AThreadWakingInAShortSlicePreemptsAtOnce) {
+  // Thread 1 runs a 30 ms op; at 5 ms thread 2, asleep in a short slice (its last op was
+  // communication), wakes with a 2 ms op: it is eligible (placed at V) and preempts (the
+  // kernel's PREEMPT_SHORT): 5..7; thread 1 ends at 32. Without short_wake it waits for thread
+  // 1's request to end (20 ms) and ends at 22.
+  for (const bool short_wake : {true, false}) {
+    SlicedHarness h;
+    const int c0 = 0;
+    h.then[9] = {2, ms(2), 2, short_wake};
+    h.cores.start_sliced(0, ms(30), 1, 1);
+    h.cores.start(std::span<const int>(&c0, 1), ms(5), SimTime(), 9);  // a timer
+    h.engine.run();
+    EXPECT_EQ(h.first_run[2], short_wake ? ms(5) : ms(20));
+    EXPECT_EQ(h.done[2], short_wake ? ms(7) : ms(22));
+    EXPECT_EQ(h.done[1], ms(32));
+  }
 }
 
 TEST(CoreSharing, CopiesPreemptTheHolder) {
@@ -228,6 +266,22 @@ TEST(CoreSharing, CopiesPreemptTheHolder) {
   EXPECT_EQ(h.done[2], ms(22));
   EXPECT_EQ(h.done[4], ms(25));
   EXPECT_EQ(h.done[5], ms(25));
+}
+
+TEST(CoreSharing, ACopyDelaysTheRequestEnd) {
+  // A request is core time, not wall time: thread 1 (25 ms) holds the core, a copy (3 ms)
+  // preempts it 0..3, so its v reaches its 20 ms deadline at 23, not 20; thread 2 (5 ms) runs
+  // 23..28, thread 1 its last 5 ms 28..33.
+  SlicedHarness h;
+  const int c0 = 0;
+  h.cores.start_sliced(0, ms(25), 1, 1);
+  h.cores.start_sliced(0, ms(5), 2, 2);
+  h.cores.start(std::span<const int>(&c0, 1), SimTime(), ms(3), 3);
+  h.engine.run();
+  EXPECT_EQ(h.done[3], ms(3));
+  EXPECT_EQ(h.first_run[2], ms(23));
+  EXPECT_EQ(h.done[2], ms(28));
+  EXPECT_EQ(h.done[1], ms(33));
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(Fold, MatchesFullSimulationOnTheMatrix) {
   for (const char* method : {"tawpipe", "weipipe", "fsdp", "1f1b"}) {
     for (const int mb : {40, 72}) {
       for (const int dp : {1, 2}) {
-        cases.push_back({"2x2-cpu", "tiny", method, mb, dp});
+        cases.push_back({"2x4-pcie-ib", "tiny", method, mb, dp});
         cases.push_back({"4x8-h100-ndr", "llama-h1024-l48", method, mb, dp * 4});
       }
     }
@@ -180,6 +180,17 @@ TEST(Fold, BasesInThePipelineFillAreSkipped) {
 }
 
 // Too few micro-batches: nothing to fold, and the reason says so.
+TEST(Fold, CpuTopologiesAreSimulatedWhole) {
+  // EEVDF's state on the shared cores is not periodic in rounds (sim/fold/fold.cpp): a CPU
+  // topology is simulated whole, however many micro-batches.
+  const schedules::Workload w = workload({"2x2-cpu", "tiny", "1f1b", 72, 2});
+  SimOptions options;
+  auto r = simulate_workload(w, {"1f1b", {}, "1f1b"}, options, true);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_FALSE(r->fold.folded);
+  EXPECT_NE(r->fold.reason.find("EEVDF"), std::string::npos) << r->fold.reason;
+}
+
 TEST(Fold, FewMicroBatchesAreSimulatedWhole) {
   const schedules::Workload w = workload({"2x2-cpu", "tiny", "tawpipe", 4, 1});
   SimOptions options;
