@@ -371,6 +371,7 @@ class Executor {
   std::unique_ptr<CoreSharing> cores_;        ///< CPU topologies only
   std::unique_ptr<MpiShmModel> shm_;          ///< CPU topologies only
   std::vector<int> scratch_cores_;
+  std::vector<SimTime> scratch_times_;  ///< charge_wakeups: the later members' posts
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;

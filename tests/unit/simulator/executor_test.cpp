@@ -526,5 +526,59 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   EXPECT_EQ(op(*r, 0, ir::OpKind::compute).end, op(*alone, 0, ir::OpKind::compute).end);
 }
 
+// A direct collective (exec/host/mpi_ops.h run_direct) is a message to and from every other
+// member, and each member's post rings the others' doorbells: a member that posts first sleeps
+// until each later member's post (its message has arrived to be copied) and then until the end,
+// one bell-ended sleep more per later member than a point-to-point wait of the same length.
+// localhost-cpu, one rank per core: rank 1 posts a 2-member all-gather on a side stream at once
+// and computes on its compute stream throughout; rank 0 computes, then posts. Rank 1's wake-ups
+// are those of [its post, rank 0's post] and [rank 0's post, the end], each charged to its busy
+// core (50 us each).
+TEST(Executor, HostDirectCollectiveWakesAtEveryLaterPost) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+  const ir::StreamId side = b.stream("side");
+  const ir::CommId pair = b.communicator("pair", {0, 1});
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  for (ir::Rank r = 0; r < 2; ++r) {
+    const ir::BufferId buf = b.buffer(r, "buf", Bytes(64), ir::BufferRole::weights, true);
+    b.collective(r, r == 0 ? 0 : side, ir::CollectiveKind::all_gather, pair, ir::kNone, Bytes(64),
+                 buf, buf);
+  }
+  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
+  const ir::Program p = std::move(b).finish();
+  profile::Profile prof;
+  prof.host = profile::HostProfile{};
+  prof.host->cores_per_host = 2;
+  prof.host->ranks_per_core = 1;
+  prof.host->wakeup_cost = SimTime::us(50);
+  auto op = [&](const report::Report& r, ir::Rank rank, ir::OpKind kind) {
+    for (const report::OpRecord& rec : r.ops)
+      if (rec.rank == rank &&
+          p.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(rec.op)].kind ==
+              kind)
+        return rec;
+    ADD_FAILURE() << "no such op";
+    return report::OpRecord{};
+  };
+  SimOptions o;
+  o.record_ops = true;
+  auto alone = simulate(p, t, o);
+  o.profile = prof;
+  auto r = simulate(p, t, o);
+  ASSERT_TRUE(alone.ok() && r.ok());
+  const report::OpRecord mine = op(*r, 1, ir::OpKind::collective);
+  const SimTime later = op(*r, 0, ir::OpKind::collective).start;
+  ASSERT_GT(later, mine.start);
+  const double n = host_wait::doorbell_wakeups((later - mine.start).picoseconds() / 1000) +
+                   host_wait::doorbell_wakeups((mine.end - later).picoseconds() / 1000);
+  EXPECT_EQ(n, host_wait::doorbell_wakeups((mine.end - mine.start).picoseconds() / 1000) + 1);
+  const report::OpRecord c = op(*r, 1, ir::OpKind::compute);
+  const report::OpRecord base = op(*alone, 1, ir::OpKind::compute);
+  ASSERT_GT(c.end, mine.end);  // the core was busy throughout the wait
+  EXPECT_NEAR(static_cast<double>((c.end - c.start).picoseconds()),
+              static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
+}
+
 }  // namespace
 }  // namespace tawpipe::sim
