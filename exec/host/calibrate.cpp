@@ -76,10 +76,16 @@ std::vector<double> interleaved_per_call(const std::vector<Figure>& figures) {
 }
 
 /// What a sleeping thread's wake-ups cost the compute thread of its core (common/host_wait.h):
-/// a GEMM loop of about `budget` seconds runs on a thread set up as the backend's compute
-/// threads are, alone and then beside a thread that sleeps `sleep_ns` in a loop as a waiting
-/// communication thread does (short slice, SCHED_FIFO, 1 us timer slack). Medians of 3 trials
-/// each.
+/// a GEMM loop runs on a thread set up as the backend's compute threads are, alone and beside a
+/// thread that sleeps `sleep_ns` in a loop as a waiting communication thread does (short slice,
+/// SCHED_FIFO, 1 us timer slack), in short segments (~50 ms) that alternate A B B A A B ... over
+/// `budget` seconds (at least 8 pairs); per pair the difference over the wake-ups, and the median
+/// of the pairs. The slowdown is small (with 2 ms sleeps ~1 % of the loop), less than the VM's
+/// speed changes between whole loops seconds apart, which is why three pairs of whole loops gave
+/// wakeup_cost_long 0 s in 7 of 19 session-12 calibrations and up to 172 us in another
+/// (docs/validate-host.md, scripts/sensitivity): its largest source of noise in the predicted
+/// gaps. Adjacent short segments see the same phase, so their difference keeps the wake-ups'
+/// cost and drops the phase.
 struct WakeFigures {
   double cost = 0.0;     ///< seconds of compute progress lost per wake-up
   double latency = 0.0;  ///< seconds a sleep ends later than requested
@@ -93,6 +99,7 @@ double thread_cpu_seconds() {
 }
 WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
   constexpr std::size_t n = 256;
+  constexpr double kSegment = 0.05;  // seconds of one segment
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   auto gemms = [&](int calls) {
     for (int i = 0; i < calls; ++i)
@@ -111,15 +118,22 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     const auto t0 = Clock::now();
     gemms(20);
     const double one = std::chrono::duration<double>(Clock::now() - t0).count() / 20;
-    calls = std::max(20, static_cast<int>(budget / 2 / std::max(one, 1e-7)));
+    calls = std::max(4, static_cast<int>(kSegment / std::max(one, 1e-7)));
   });
-  std::vector<double> base, with, cost, late, own;
-  for (int trial = 0; trial < 3; ++trial) {
+  auto alone = [&] {
+    double s = 0.0;
     on_compute_thread([&] {
       const auto t0 = Clock::now();
       gemms(calls);
-      base.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      s = std::chrono::duration<double>(Clock::now() - t0).count();
     });
+    return s;
+  };
+  struct Beside {
+    double seconds = 0.0, wakes = 1.0, late = 0.0, own = 0.0;
+  };
+  auto beside = [&] {
+    Beside r;
     std::atomic<bool> stop{false};
     std::atomic<long> wakes{0};
     std::atomic<double> slept{0.0}, cpu{0.0};
@@ -141,19 +155,36 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     on_compute_thread([&] {
       const auto t0 = Clock::now();
       gemms(calls);
-      with.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     });
     stop = true;
     sleeper.join();
-    const double w = static_cast<double>(std::max(wakes.load(), 1L));
-    cost.push_back(std::max(0.0, with.back() - base.back()) / w);
-    late.push_back(std::max(0.0, slept.load() / w - 1e-9 * static_cast<double>(sleep_ns)));
-    own.push_back(cpu.load() / w);
+    r.wakes = static_cast<double>(std::max(wakes.load(), 1L));
+    r.late = std::max(0.0, slept.load() / r.wakes - 1e-9 * static_cast<double>(sleep_ns));
+    r.own = cpu.load() / r.wakes;
+    return r;
+  };
+  const int pairs = std::max(8, static_cast<int>(budget / (2.0 * kSegment)));
+  std::vector<double> cost, late, own;
+  for (int p = 0; p < pairs; ++p) {
+    double base = 0.0;
+    Beside with;
+    if (p % 2 == 0) {
+      base = alone();
+      with = beside();
+    } else {
+      with = beside();
+      base = alone();
+    }
+    cost.push_back((with.seconds - base) / with.wakes);
+    late.push_back(with.late);
+    own.push_back(with.own);
   }
-  std::sort(cost.begin(), cost.end());
-  std::sort(late.begin(), late.end());
-  std::sort(own.begin(), own.end());
-  return {cost[1], late[1], own[1]};
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {std::max(0.0, median(cost)), median(late), median(own)};
 }
 
 }  // namespace
