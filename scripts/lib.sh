@@ -11,7 +11,7 @@ TAWPIPE_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
-  python3 python3-matplotlib python3-jsonschema
+  python3 python3-matplotlib python3-jsonschema python3-yaml
 )
 
 log() { printf '\033[1m[tawpipe]\033[0m %s\n' "$*" >&2; }
