@@ -9,17 +9,24 @@ import math
 import statistics
 
 
-def median_ci(xs):
+# Two intervals at this level that do not overlap: about a 5 % test of the difference of the
+# two quantities (for intervals of similar widths; Goldstein & Healy 1995, Payton et al. 2003),
+# as strong as the ~95 % interval against 0 that decides a predicted order.
+TIE_LEVEL = 0.834
+
+
+def median_ci(xs, level=0.95):
     """The median and a distribution-free confidence interval for it: the k-th smallest and
-    k-th largest values, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %; its coverage."""
+    k-th largest values, k the largest with P(Binomial(n, 1/2) < k) <= (1 - level) / 2; its
+    coverage (below `level` when there are too few values for such an interval)."""
     xs, n = sorted(xs), len(xs)
     tail, k = 0.0, 0
     while True:
         p = tail + math.comb(n, k) / 2 ** n
-        if p > 0.025 or k + 1 > n // 2:
+        if p > (1 - level) / 2 or k + 1 > n // 2:
             break
         tail, k = p, k + 1
-    if k == 0:  # too few values for a 95 % interval: min..max, with its (lower) coverage
+    if k == 0:  # too few values for the interval: min..max, with its (lower) coverage
         return statistics.median(xs), xs[0], xs[-1], 1 - 2 / 2 ** n
     return statistics.median(xs), xs[k - 1], xs[n - k], 1 - 2 * tail
 
@@ -31,9 +38,15 @@ def percentile_interval(xs, level=0.95):
     return xs[int(tail * len(xs))], xs[max(0, math.ceil((1 - tail) * len(xs)) - 1)]
 
 
-def pair_verdict(same_program, plo, phi, lo, hi, cover):
-    """(verdict text, kind); kind: tie (by construction), tie-ok / tie-miss (a predicted tie and
-    the measurement consistent with it or outside its interval), noise, same, swapped."""
+def pair_verdict(same_program, predicted, measured):
+    """(verdict text, kind) of one pair. predicted: samples of the predicted gap (bootstrap
+    replicates of the pooled prediction, or the calibrations' own gaps); measured: the paired
+    gaps of the sub-rounds. Kinds: tie (by construction), same, swapped, noise (a predicted
+    order against the measured ~95 % interval), tie-ok / tie-miss (a predicted tie, its ~95 %
+    interval containing 0, against the measurement: missed when the ~83 % intervals of the two
+    do not overlap)."""
+    med, lo, hi, cover = median_ci(measured)
+    plo, phi = percentile_interval(predicted)
     if same_program:
         ok = lo <= 0 <= hi or cover < 0.95
         return ("a tie by construction (the same program): " +
@@ -41,13 +54,17 @@ def pair_verdict(same_program, plo, phi, lo, hi, cover):
                  else "the interval excludes 0: a bias of the measurement of this size"), "tie")
     if plo <= 0:
         # The calibrations' noise moves the predicted gap across 0: no predicted order. The
-        # measurement can still show that the model misses the pair: a resolved measured gap
-        # outside the predicted interval.
-        text = "predicted tie (the predicted interval contains 0)"
-        if cover >= 0.95 and (lo > phi or hi < plo):
-            return (text + "; the measured gap lies outside the predicted interval: the model "
-                    "misses this pair by more than the calibrations' noise", "tie-miss")
-        return text + "; the measured gap is consistent with it", "tie-ok"
+        # measurement can still show that the model misses the pair.
+        _, mlo, mhi, mcover = median_ci(measured, TIE_LEVEL)
+        tlo, thi = percentile_interval(predicted, TIE_LEVEL)
+        text = (f"predicted tie (its interval contains 0); measured median {med:+.1f}% against "
+                f"the predicted [{plo:+.1f}, {phi:+.1f}]; ~83 % intervals: measured [{mlo:+.1f}, "
+                f"{mhi:+.1f}], predicted [{tlo:+.1f}, {thi:+.1f}]")
+        if mcover >= TIE_LEVEL and (mlo > thi or mhi < tlo):
+            return (text + ": apart, the model misses this pair by more than the calibrations' "
+                    "noise", "tie-miss")
+        return text + (": they overlap, consistent" if mcover >= TIE_LEVEL
+                       else ": too few sub-rounds to tell"), "tie-ok"
     if cover < 0.95:
         return "within noise (too few sub-rounds for a 95 % interval)", "noise"
     if lo > 0:
@@ -58,21 +75,23 @@ def pair_verdict(same_program, plo, phi, lo, hi, cover):
 
 
 def summary(kinds):
-    """The answer to "measured ordering = predicted ordering?" from the pairs' kinds."""
+    """The answer to "measured ordering = predicted ordering?" from the pairs' kinds: it names
+    how many adjacent pairs the prediction orders at all, so that a YES over predicted ties is
+    not read as a full ordering."""
     n = {k: kinds.count(k) for k in ("same", "swapped", "noise", "tie", "tie-ok", "tie-miss")}
+    ordered = n["same"] + n["swapped"] + n["noise"]
+    ties = n["tie-ok"] + n["tie-miss"]
+    counts = (f"the prediction orders {ordered} of {ordered + ties} adjacent pairs: {n['same']} "
+              f"measured in that order, {n['swapped']} swapped, {n['noise']} within noise; "
+              f"{ties} predicted ties: {n['tie-ok']} consistent, {n['tie-miss']} missed; "
+              f"{n['tie']} ties by construction")
     if n["swapped"] or n["tie-miss"]:
-        head = "NO: the measured ordering differs from the predicted one"
-    elif n["noise"]:
-        head = ("NOT RESOLVED: no pair is swapped, but some that the prediction orders are within "
-                "the measurement's noise")
-    elif n["same"] == 0:
-        head = ("NOTHING TO COMPARE: the prediction orders no adjacent pair beyond its "
-                "calibrations' noise")
-    else:
-        head = ("YES: every pair the prediction orders is measured in that order" +
-                (", and every predicted tie is consistent with the measurement"
-                 if n["tie-ok"] else ""))
-    return (f"{head} ({n['same']} pairs in the predicted order, {n['swapped']} swapped, "
-            f"{n['noise']} within noise; predicted ties: {n['tie-ok']} consistent, "
-            f"{n['tie-miss']} measured outside the predicted interval; {n['tie']} ties by "
-            "construction)")
+        return f"NO: the measured ordering differs from the predicted one ({counts})"
+    if n["noise"]:
+        return (f"NOT RESOLVED: no pair is swapped, but some that the prediction orders are "
+                f"within the measurement's noise ({counts})")
+    if ordered == 0:
+        return ("NOTHING TO COMPARE: the prediction orders no adjacent pair beyond its "
+                f"calibrations' noise ({counts})")
+    return (f"YES for the {n['same']} of {ordered + ties} adjacent pairs the prediction orders, "
+            f"each measured in that order ({counts})")
