@@ -16,7 +16,8 @@
 namespace tawpipe::host_wait {
 
 /// The slice a host-backend compute thread asks of the scheduler (exec/host/mpi_ops.h
-/// request_compute_slice); the simulator time-slices a core by it (sim/run/core_sharing.h). Two
+/// request_compute_slice); the simulator takes it as the length of a compute thread's EEVDF request
+/// (sim/run/core_sharing.h). Two
 /// ranks' compute threads time-sharing a core under the default slice (EEVDF, ~1-3 ms) each refill
 /// the caches after every switch: a 4-layer forward (cpu-h256, seq 256) took 59-62 ms beside
 /// another rank's on one core instead of 2 x 26.4 ms (+14 %); with 20 ms slices 50.6-51 ms, the

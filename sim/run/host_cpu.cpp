@@ -1,13 +1,14 @@
 // The executor on CPU topologies (executor_impl.h, topo::HostCpu): compute and copy ops share
-// their rank's core in the compute threads' time slices (sim/run/core_sharing.h); sends, receives
-// and collectives take MPI's shared-memory transport time (sim/network/mpi_shm.h), whose copy work
-// shares the cores of the ranks that copy the bytes (the receiver's for a message; for a collective
-// the members that receive: a reduce's root, a broadcast's non-roots, every member of the others).
-// Only the measured CPU time of a transfer is core work; the rest of its time is core-free latency.
-// A waiting communication thread wakes up to test MPI (common/host_wait.h: on timers, or once when
-// its peer rings its doorbell for point-to-point waits, exec/host/doorbell.h) and every wake-up
-// costs its core's compute thread progress: when a transfer ends, the wake-ups of each rank's wait
-// are charged to that rank's core as work (profile host.wakeup_cost, measured by calibration).
+// their rank's core as EEVDF shares it among the compute threads (sim/run/core_sharing.h); sends,
+// receives and collectives take MPI's shared-memory transport time (sim/network/mpi_shm.h), whose
+// copy work shares the cores of the ranks that copy the bytes (the receiver's for a message; for a
+// collective the members that receive: a reduce's root, a broadcast's non-roots, every member of
+// the others). Only the measured CPU time of a transfer is core work; the rest of its time is
+// core-free latency. A waiting communication thread wakes up to test MPI (common/host_wait.h: on
+// timers, or once when its peer rings its doorbell for point-to-point waits, exec/host/doorbell.h)
+// and every wake-up costs its core's compute thread progress: when a transfer ends, the wake-ups of
+// each rank's wait are charged to that rank's core as work (profile host.wakeup_cost, measured by
+// calibration).
 #include <algorithm>
 #include <cmath>
 
@@ -25,7 +26,8 @@ constexpr std::uint64_t kBackgroundToken = 3ull << 62;
 
 void Executor::init_host_cpu() {
   const topo::HostCpu& host = *topology_.host_cpu();
-  // Compute threads take turns on a core in the slices the backend asks for (common/host_wait.h).
+  // Compute threads share a core by EEVDF, in requests of the slice the backend asks for
+  // (common/host_wait.h).
   cores_ = std::make_unique<CoreSharing>(
       engine_, host.cores_per_host, [this](std::uint64_t token) { on_core_done(token); },
       SimTime::ns(static_cast<std::int64_t>(host_wait::kComputeSliceNs)));
