@@ -20,6 +20,27 @@ SimTime gemm_time(double flops) {
   return SimTime::ps(testing::ceil_ps(flops / kGemmRate)) + kLaunch;
 }
 
+// The first op record of `rank` whose IR op is of `kind`.
+report::OpRecord first_op(const ir::Program& p, const report::Report& r, ir::Rank rank,
+                          ir::OpKind kind) {
+  for (const report::OpRecord& rec : r.ops)
+    if (rec.rank == rank &&
+        p.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(rec.op)].kind == kind)
+      return rec;
+  ADD_FAILURE() << "no such op";
+  return report::OpRecord{};
+}
+
+// A host profile of 2 cores, one rank each, whose wait wake-ups cost `wakeup_cost`.
+profile::Profile one_rank_per_core(SimTime wakeup_cost) {
+  profile::Profile prof;
+  prof.host = profile::HostProfile{};
+  prof.host->cores_per_host = 2;
+  prof.host->ranks_per_core = 1;
+  prof.host->wakeup_cost = wakeup_cost;
+  return prof;
+}
+
 // Two compute ops on one stream run back to back; a dependency across streams is honoured.
 TEST(Executor, StreamFifoAndDependencies) {
   const topo::Topology t = testing::shipped("dgx-a100");
@@ -494,20 +515,10 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   b.recv(1, side, 0, pair, Bytes(4), y);
   b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
   const ir::Program p = std::move(b).finish();
-  profile::Profile prof;
-  prof.host = profile::HostProfile{};
-  prof.host->cores_per_host = 2;
-  prof.host->ranks_per_core = 1;
-  prof.host->wakeup_cost = SimTime::us(50);
+  profile::Profile prof = one_rank_per_core(SimTime::us(50));
   prof.host->wakeup_latency = SimTime::us(100);
   auto op = [&](const report::Report& r, ir::Rank rank, ir::OpKind kind) {
-    for (const report::OpRecord& rec : r.ops)
-      if (rec.rank == rank &&
-          p.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(rec.op)].kind ==
-              kind)
-        return rec;
-    ADD_FAILURE() << "no such op";
-    return report::OpRecord{};
+    return first_op(p, r, rank, kind);
   };
   SimOptions o;
   o.record_ops = true;
@@ -547,19 +558,9 @@ TEST(Executor, HostDirectCollectiveWakesAtEveryLaterPost) {
   }
   b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
   const ir::Program p = std::move(b).finish();
-  profile::Profile prof;
-  prof.host = profile::HostProfile{};
-  prof.host->cores_per_host = 2;
-  prof.host->ranks_per_core = 1;
-  prof.host->wakeup_cost = SimTime::us(50);
+  profile::Profile prof = one_rank_per_core(SimTime::us(50));
   auto op = [&](const report::Report& r, ir::Rank rank, ir::OpKind kind) {
-    for (const report::OpRecord& rec : r.ops)
-      if (rec.rank == rank &&
-          p.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(rec.op)].kind ==
-              kind)
-        return rec;
-    ADD_FAILURE() << "no such op";
-    return report::OpRecord{};
+    return first_op(p, r, rank, kind);
   };
   SimOptions o;
   o.record_ops = true;
