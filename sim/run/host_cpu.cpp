@@ -57,7 +57,9 @@ void Executor::init_host_cpu() {
     const profile::HostProfile& hp = *options_.profile->host;
     wakeup_cost_ = hp.wakeup_cost.value_or(SimTime());
     wakeup_latency_ = hp.wakeup_latency.value_or(SimTime());
-    wakeup_cost_long_ = hp.wakeup_cost_long.value_or(SimTime());
+    // Without a long-wait figure every sleep costs the short one; a measured 0 (calibrate clamps
+    // a median below 0 to it) is a figure, not an absence.
+    wakeup_cost_long_ = hp.wakeup_cost_long.value_or(wakeup_cost_);
   }
 }
 
@@ -83,7 +85,7 @@ void Executor::charge_wakeups(std::size_t g) {
   const double long_ps = static_cast<double>(wakeup_cost_long_.picoseconds());
   double cost_ps = 0.0;
   auto each = [&](std::int64_t sleep_ns, double count) {
-    if (wakeup_cost_long_ <= SimTime() || sleep_ns <= host_wait::kMaxSleepNs) {
+    if (sleep_ns <= host_wait::kMaxSleepNs) {
       cost_ps += count * short_ps;
       return;
     }
