@@ -24,6 +24,7 @@
 #include "schedules/workload.h"
 #include "sim/cli/chakra_command.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/host_defaults.h"
 #include "sim/cli/run.h"
 
 #include <unistd.h>
@@ -196,8 +197,10 @@ std::function<void(std::size_t, std::size_t)> progress_bar() {
   };
 }
 
+// `host_defaults`: the CPU topology's default items applied (resolve_with_host_defaults), said
+// under the table.
 int simulate_command(const Options& o, const std::vector<schedules::ScheduleVariant>& variants,
-                     const schedules::Workload& w) {
+                     const schedules::Workload& w, const std::string& host_defaults) {
   auto format = parse_format(o.format);
   if (!format.ok()) return fail(format.error());
   sim::SimOptions options = default_sim_options();
@@ -278,6 +281,11 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
   switch (*format) {
     case Format::table:
       write_table(std::cout, title, *results);
+      if (!host_defaults.empty()) {
+        std::cout << "CPU topology: default workload " << host_defaults
+                  << " (scripts/validate-host's; --model, --seq-len, --global-batch, --dtype "
+                     "choose another)\n";
+      }
       break;
     case Format::csv:
       write_csv_header(std::cout, {});
@@ -300,21 +308,22 @@ int main_command(const std::vector<std::string>& args) {
     ("topology,t", po::value(&o.spec.topology), "topology name (--list-topologies) or YAML path "
                                                 "[3x8-a100]")
     ("model,m", po::value(&o.spec.model), "model preset (--list-models) or YAML path "
-                                          "[llama-h4096-l48]")
+                                          "[llama-h4096-l48; cpu-h256 on CPU topologies]")
     ("schedule,s", po::value(&o.schedule), "comma list of methods, 'all', or variants with "
                                            "options: tawpipe[overlap=off] [all]")
     ("dp", po::value<int>()->notifier([&](int v) { o.dp = v; }),
      "data-parallel replicas of every method [1]")
     ("seq-len", po::value<std::string>()->notifier([&](const std::string& v) { o.seq_len = v; }),
-     "tokens per sequence [16384]")
+     "tokens per sequence [16384; 256 on CPU topologies]")
     ("micro-batch", po::value<std::string>()->notifier([&](const std::string& v) {
        o.micro_batch = v; }), "sequences per micro-batch [1]")
     ("micro-batches", po::value<std::string>()->notifier([&](const std::string& v) {
        o.micro_batches = v; }), "micro-batches per data-parallel worker (instead of --global-batch)")
     ("global-batch", po::value<std::string>()->notifier([&](const std::string& v) {
-       o.global_batch = v; }), "sequences per iteration over all workers [1536]")
+       o.global_batch = v; }), "sequences per iteration over all workers [1536; 4 per rank on "
+                              "CPU topologies]")
     ("dtype", po::value<std::string>()->notifier([&](const std::string& v) { o.dtype = v; }),
-     "compute dtype: bf16, fp16, fp32 [fp16]")
+     "compute dtype: bf16, fp16, fp32 [fp16; fp32 on CPU topologies]")
     ("recompute", po::value<std::string>()->notifier([&](const std::string& v) {
        o.recompute = v; }), "activation recomputation: none, selective (Korthikanti), full, selective-op (torchtitan's per-op SAC) [full]")
     ("set", po::value(&o.spec.sets)->composing(),
@@ -420,7 +429,8 @@ int main_command(const std::vector<std::string>& args) {
   auto variants = schedules::parse_schedule_list(o.schedule);
   if (!variants.ok()) return fail(variants.error().at("--schedule", 0, 0, ""));
   add_flag_sets(o, o.spec.sets);
-  auto w = schedules::resolve_workload(o.spec);
+  std::string host_defaults;
+  auto w = resolve_with_host_defaults(o.spec, vm.count("model") > 0, o.sweeps, &host_defaults);
   if (!w.ok()) return fail(w.error());
 
   if (!o.dot_file.empty()) {
@@ -441,7 +451,7 @@ int main_command(const std::vector<std::string>& args) {
     return emit_programs(*w, *variants, o.emit_ir);
   }
 
-  return simulate_command(o, *variants, *w);
+  return simulate_command(o, *variants, *w, host_defaults);
 }
 
 }  // namespace tawpipe::cli

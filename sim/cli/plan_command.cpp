@@ -32,6 +32,7 @@
 #include "common/model/precision.h"
 #include "schedules/workload.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/host_defaults.h"
 #include "sim/cli/results.h"
 #include "sim/cli/run.h"
 #include "sim/fold/fold.h"
@@ -150,9 +151,11 @@ int plan_command(const std::vector<std::string>& args) {
   // clang-format off
   opts.add_options()
     ("topology,t", po::value(&spec.topology), "topology name or YAML path [3x8-a100]")
-    ("model,m", po::value(&spec.model), "model preset or YAML path [llama-h4096-l48]")
-    ("seq-len", po::value(&seq_len), "tokens per sequence [16384]")
-    ("global-batch", po::value(&global_batch), "sequences per iteration [1536]")
+    ("model,m", po::value(&spec.model), "model preset or YAML path [llama-h4096-l48; cpu-h256 on "
+                                        "CPU topologies]")
+    ("seq-len", po::value(&seq_len), "tokens per sequence [16384; 256 on CPU topologies]")
+    ("global-batch", po::value(&global_batch), "sequences per iteration [1536; 4 per rank on CPU "
+                                               "topologies]")
     ("objective", po::value(&objective), "tokens_per_s (highest first) or memory (lowest peak "
                                          "first) [tokens_per_s]")
     ("top", po::value(&top), "configurations in the table [10]")
@@ -187,10 +190,16 @@ int plan_command(const std::vector<std::string>& args) {
     return fail("--objective must be tokens_per_s or memory, got '" + objective + "'");
   if (top == 0) top = 1;
   const bool memory_objective = objective == "memory";
-  spec.sets.insert(spec.sets.begin(),
-                   {"train.seq_len=" + seq_len, "train.global_batch=" + global_batch});
-  auto base = schedules::resolve_workload(spec);
+  // Given flags only: tawsim's defaults (16384, 1536) are TrainConfig's, and CPU topologies
+  // have their own (sim/cli/host_defaults.h).
+  if (vm.count("global-batch"))
+    spec.sets.insert(spec.sets.begin(), "train.global_batch=" + global_batch);
+  if (vm.count("seq-len")) spec.sets.insert(spec.sets.begin(), "train.seq_len=" + seq_len);
+  auto base = resolve_with_host_defaults(spec, vm.count("model") > 0, {}, nullptr);
   if (!base.ok()) return fail(base.error().to_string());
+  // As the user wrote them, else the resolved defaults (what the table's header says).
+  if (!vm.count("seq-len")) seq_len = std::to_string(base->train.seq_len);
+  if (!vm.count("global-batch")) global_batch = std::to_string(base->train.global_batch);
   const auto start = std::chrono::steady_clock::now();
 
   std::vector<Candidate> candidates;
