@@ -5,6 +5,14 @@
 //  - cluster: 128x8-h100-ndr, llama3-70b, seq 8192, 8 micro-batches per worker, bf16; tawpipe /
 //    weipipe / 1f1b in pipelines of 16 GPUs (dp = 64), fsdp fully sharded over all 1024 ranks
 //    (the configuration of bench_schedules). Target <= 5 s and <= 4 GiB RSS per method.
+//  - cpu_default: tawsim's default command on each CPU topology (`tawsim --topology T`: every
+//    method, folded where tawsim folds, the topology's default workload, sim/cli/host_defaults.h).
+//    The guard for session 13's regression (the paper's workload on localhost-cpu ran > 13 min).
+//    Target: seconds for all methods. CTest runs it once (bench_simulator_cpu_smoke).
+//  - cpu_long: an op far longer than the compute slice on a CPU topology (llama-h4096-l48, seq
+//    4096, one micro-batch per rank: ~9 simulated hours of compute per rank); `events` shows what
+//    the core sharing costs per simulated second (sim/run/core_sharing.h: one event per 20 ms
+//    request).
 // `peak_rss_MiB` is the process's peak resident set (getrusage) after the run, program included;
 // run one method per process for a per-method figure: --benchmark_filter=cluster/fsdp.
 #include <benchmark/benchmark.h>
@@ -17,6 +25,9 @@
 #include "common/model/presets.h"
 #include "common/topology/loader.h"
 #include "schedules/schedule.h"
+#include "schedules/workload.h"
+#include "sim/cli/host_defaults.h"
+#include "sim/fold/fold.h"
 #include "sim/simulator.h"
 
 namespace {
@@ -98,8 +109,63 @@ void cluster(benchmark::State& state, const char* method, std::int32_t dp) {
   run(state, t, in, method);
 }
 
+// Every method of `spec` as tawsim runs them (generated, verified and folded per method, inside
+// the timed loop: what the command costs).
+void workload_methods(benchmark::State& state, tawpipe::schedules::WorkloadSpec spec,
+                      bool model_given, const char* methods) {
+  auto w = tawpipe::cli::resolve_with_host_defaults(spec, model_given, {}, nullptr);
+  auto variants = tawpipe::schedules::parse_schedule_list(methods);
+  if (!w.ok() || !variants.ok()) {
+    state.SkipWithError(w.ok() ? variants.error().to_string().c_str()
+                               : w.error().to_string().c_str());
+    return;
+  }
+  tawpipe::sim::SimOptions options;
+  options.verify = true;
+  options.model = w->model;
+  double iteration_s = 0.0, events = 0.0;
+  for (auto _ : state) {
+    iteration_s = 0.0;
+    events = 0.0;
+    std::string error;
+    for (const auto& v : *variants) {
+      auto out = tawpipe::sim::simulate_workload(*w, v, options, true);
+      if (!out.ok()) {  // a method the workload does not fit (tawsim prints n/a)
+        error = out.error().to_string();
+        continue;
+      }
+      iteration_s += out->output.report.iteration_time.seconds();
+      events += static_cast<double>(out->output.events);
+    }
+    if (events == 0.0) {
+      state.SkipWithError(("no method simulated: " + error).c_str());
+      return;
+    }
+  }
+  state.counters["sim_iteration_s"] = iteration_s;  // summed over the methods
+  state.counters["events"] = events;
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+
+void cpu_default(benchmark::State& state, const char* topology) {
+  workload_methods(state, {topology, "llama-h4096-l48", {}}, false, "all");
+}
+
+void cpu_long(benchmark::State& state, const char* topology) {
+  workload_methods(state,
+                   {topology,
+                    "llama-h4096-l48",
+                    {"train.seq_len=4096", "train.micro_batches=1", "train.global_batch=0"}},
+                   true, "fsdp");
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(cpu_default, localhost_cpu, "localhost-cpu")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(cpu_default, x2x2_cpu, "2x2-cpu")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(cpu_default, x3x2_cpu, "3x2-cpu")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(cpu_long, localhost_cpu, "localhost-cpu")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(cpu_long, x2x2_cpu, "2x2-cpu")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(paper, tawpipe, "tawpipe")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(paper, weipipe, "weipipe")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(paper, fsdp, "fsdp")->Unit(benchmark::kMillisecond);
