@@ -81,6 +81,9 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
   r.model_flops = model::model_flops_per_token(model, program.header.seq_len).total_flops() *
                   r.tokens_per_iteration;
   std::map<std::string, report::OpClassTotals> classes;
+  Nanos first_begin = 0;
+  for (std::size_t rank = 0; rank < m.ranks.size(); ++rank)
+    first_begin = rank == 0 ? m.ranks[0].begin : std::min(first_begin, m.ranks[rank].begin);
   for (std::size_t rank = 0; rank < m.ranks.size(); ++rank) {
     const ir::RankProgram& rp = program.ranks[rank];
     const IterationRecord& rec = m.ranks[rank];
@@ -118,6 +121,7 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
     stats.idle = to_time(std::max<Nanos>(0, span - length(busy) - uncovered(in_flight, busy)));
     stats.comm_sum = to_time(comm_sum);
     if (rank < m.peak_bytes.size()) stats.peak_memory_bytes = m.peak_bytes[rank];
+    if (m.shared_clock) stats.start_offset = to_time(rec.begin - first_begin);
     r.rank_stats.push_back(stats);
   }
   for (auto& [name, totals] : classes)

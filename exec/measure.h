@@ -22,12 +22,17 @@ struct Measurement {
   double mean_iteration_seconds = 0.0;    ///< over the measured iterations
   std::vector<std::uint64_t> peak_bytes;  ///< per rank: highest live buffer bytes
   std::string producer;                   ///< "tawexec 0.1.0 (host backend)"
+  /// The ranks' clocks are one clock (every rank on one host, CLOCK_MONOTONIC): the report then
+  /// states each rank's start offset (report::RankStats::start_offset).
+  bool shared_clock = false;
 };
 
 /// The report. Op records keep each rank's times relative to its own iteration start (ranks
-/// start together after a barrier). iteration_time is the median over measured iterations of
-/// (max over ranks of the last op's end); the per-rank breakdown follows report.h's definitions
-/// on the last iteration. MFU/HFU are left 0 (a host has no meaningful peak FLOP/s).
+/// start together after a barrier, within the barrier's release skew: up to ~10 ms on an
+/// oversubscribed host); with `shared_clock` each rank's start offset is in its rank_stats.
+/// iteration_time is the median over measured iterations of (max over ranks of the last op's end);
+/// the per-rank breakdown follows report.h's definitions on the last iteration. MFU/HFU are left 0
+/// (a host has no meaningful peak FLOP/s).
 report::Report measured_report(const ir::Program& program, const model::ModelConfig& model,
                                const Measurement& m);
 

@@ -354,6 +354,20 @@ int run(const Options& o) {
   credit(nullptr);
 
   const auto steps_done = static_cast<int>(total_steps);
+  // Ranks on one host read one CLOCK_MONOTONIC (the host backend's clock), so the reports can put
+  // them on one time axis (measured_report: each rank's start offset). Rank 0 decides.
+  bool shared_clock = false;
+  {
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(host, &length);
+    auto hosts =
+        exec::host::gather_strings(std::string(host, static_cast<std::size_t>(length)), world);
+    if (!hosts.ok()) kTawexec.abort_run(hosts.error().message);
+    shared_clock =
+        rank == 0 && std::all_of(hosts->begin(), hosts->end(),
+                                 [&](const std::string& h) { return h == hosts->front(); });
+  }
   int exit_code = kExitOk;
   std::vector<std::vector<double>> job_losses(n);
   std::string step_rows;  // --step-times, rank 0
@@ -404,6 +418,7 @@ int run(const Options& o) {
     std::sort(sorted.begin(), sorted.end());
     m.mean_iteration_seconds = sorted[sorted.size() / 2];
     m.producer = "tawexec " TAWPIPE_VERSION " (host backend)";
+    m.shared_clock = shared_clock;
     const report::Report rep = exec::measured_report(program, job.run.model, m);
     std::uint64_t peak = 0;
     for (std::uint64_t p : *peaks)

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -124,6 +125,10 @@ struct RankStats {
   MemoryBytes peak_memory;                  ///< breakdown at the peak (predicted only)
   double intra_node_bytes_sent = 0.0;
   double inter_node_bytes_sent = 0.0;
+  /// Measured reports whose ranks share one clock (one host): when this rank's iteration began
+  /// after the earliest rank's. Op records stay relative to each rank's own start; adding this
+  /// puts every rank on one time axis (a collective's members' posts become comparable).
+  std::optional<SimTime> start_offset;
   friend bool operator==(const RankStats&, const RankStats&) = default;
 };
 

@@ -10,7 +10,8 @@
 //    "rank_stats":[{"compute_ps","exposed_comm_ps","idle_ps","comm_sum_ps","peak_memory_bytes",
 //                   "memory_capacity_bytes","oom","intra_node_bytes_sent",
 //                   "inter_node_bytes_sent", optional "peak_memory":{"weights","gradients",
-//                   "optimizer","activations","buffers","workspace","nccl","reserve"}}],
+//                   "optimizer","activations","buffers","workspace","nccl","reserve"},
+//                   optional "start_offset_ps" (measured, ranks on one clock)}],
 //    "links":[{"name","link_class","inter_node","capacity_bytes_per_second","bytes","busy_ps",
 //              "utilisation"}],
 //    "op_classes":[{"name","count","total_ps","bytes","flops"}],
@@ -140,7 +141,7 @@ Report Reader::report(const json& root) {
       const json& o = a[i];
       known_keys(o, {"compute_ps", "exposed_comm_ps", "idle_ps", "comm_sum_ps", "peak_memory_bytes",
                      "memory_capacity_bytes", "oom", "intra_node_bytes_sent",
-                     "inter_node_bytes_sent", "peak_memory"});
+                     "inter_node_bytes_sent", "peak_memory", "start_offset_ps"});
       RankStats st;
       if (o.contains("peak_memory")) {  // optional: predicted reports only
         auto s3 = key("peak_memory");
@@ -161,6 +162,8 @@ Report Reader::report(const json& root) {
       st.oom = field(o, "oom", [&](const json& v) { return boolean(v); });
       st.intra_node_bytes_sent = field(o, "intra_node_bytes_sent", num);
       st.inter_node_bytes_sent = field(o, "inter_node_bytes_sent", num);
+      if (o.contains("start_offset_ps"))  // optional: measured reports of ranks on one clock
+        st.start_offset = field(o, "start_offset_ps", tim);
       r.rank_stats.push_back(st);
     }
   }
@@ -298,6 +301,7 @@ void write_report_json(const Report& r, std::ostream& out) {
         m[kMemoryBytesFields[k]] = memory_field(s.peak_memory, k);
       o["peak_memory"] = std::move(m);
     }
+    if (s.start_offset) o["start_offset_ps"] = s.start_offset->picoseconds();
     return o;
   });
   rows("links", r.links.size(), [&](std::size_t i) {
