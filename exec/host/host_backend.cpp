@@ -22,6 +22,7 @@
 #include "exec/host/doorbell.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
+#include "exec/host/wait_log.h"
 #include "exec/math/init.h"
 
 namespace tawpipe::exec::host {
@@ -165,7 +166,9 @@ struct HostBackend::Impl {
       }
       out.clear();
       double loss = 0.0;
+      const wait_log::Stamp begin = wait_log::stamp();
       Status status = run_batch(batch, out, loss);
+      wait_log::batch(begin, batch.front(), batch.size());
       {
         std::lock_guard lock(mu);
         if (!status.ok() && !error) error = status.error();
@@ -630,6 +633,7 @@ Status HostBackend::issue(std::span<const ir::OpIndex> ops) {
   }
   if (batch.empty()) return Status::success();
   StreamThread& st = *m.streams[rp.ops[static_cast<std::size_t>(batch.front())].stream];
+  wait_log::issued(batch.front(), batch.size());
   {
     std::lock_guard lock(m.mu);
     st.queue.push_back(std::move(batch));
@@ -650,6 +654,7 @@ Status HostBackend::wait(Nanos deadline, std::vector<Completion>& done) {
   if (m.error) return *m.error;
   done.insert(done.end(), m.finished.begin(), m.finished.end());
   m.finished.clear();
+  wait_log::waited(done.size());
   return Status::success();
 }
 

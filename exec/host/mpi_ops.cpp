@@ -12,6 +12,7 @@
 
 #include "exec/host/doorbell.h"
 #include "exec/host/mpi_util.h"
+#include "exec/host/wait_log.h"
 
 namespace tawpipe::exec::host {
 namespace {
@@ -165,13 +166,46 @@ Status post_p2p(bool is_send, void* data, std::uint64_t bytes, int peer, int tag
     TAWPIPE_MPI(MPI_Irecv(data, to_int(bytes), MPI_BYTE, peer, tag, comm, &out.request));
   }
   out.is_recv = !is_send;
+  out.bytes = bytes;
   out.peer_world = world_rank_of(comm, peer);
   out.peer_slot = peer_slot;
+  if (wait_log::on()) {
+    int self = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &self);
+    out.log_op = wait_log::post(is_send, self, out.peer_world, tag, bytes, peer_slot);
+    wait_log::ring(out.peer_world, peer_slot,
+                   is_send ? wait_log::Why::post_send : wait_log::Why::post_recv);
+  }
   ring(out.peer_world, peer_slot);
   return Status::success();
 }
 
 namespace {
+
+/// The wait log's (exec/host/wait_log.h) count of this process's threads inside a test of
+/// wait_all, and of tests ended so far: whether a thread's test ran while another's did.
+/// Open MPI's shared-memory transport lets one thread progress at a time (btl/vader: a thread
+/// that finds another inside returns at once), so such a test may not have progressed at all.
+std::atomic<int> g_testing{0};
+std::atomic<std::uint64_t> g_tests_ended{0};
+
+/// One MPI_Testsome of wait_all; with the wait log on, `alone` false when another thread of the
+/// process was inside one at any moment of it.
+int test_some(std::vector<MPI_Request>& requests, std::vector<int>& indices, int& outcount,
+              bool& alone) {
+  if (!wait_log::on())
+    return MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
+                        indices.data(), MPI_STATUSES_IGNORE);
+  const std::uint64_t ended = g_tests_ended.load();
+  const int before = g_testing.fetch_add(1);
+  const int rc = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
+                              indices.data(), MPI_STATUSES_IGNORE);
+  const int after = g_testing.fetch_sub(1);
+  const std::uint64_t ended_now = g_tests_ended.fetch_add(1);
+  alone = before == 0 && after == 1 && ended_now == ended;
+  return rc;
+}
+
 thread_local std::uint64_t t_wait_sleeps = 0;
 std::atomic<std::uint64_t> g_timer_sleeps{0}, g_doorbell_sleeps{0};
 }  // namespace
@@ -194,6 +228,15 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     slot[i] = i;
   }
   std::vector<int> indices(ops.size());
+  const wait_log::Stamp log_begin = wait_log::stamp();
+  const std::uint64_t sleeps_before = t_wait_sleeps;
+  auto log_end = [&] {
+    if (!wait_log::on()) return;
+    std::uint64_t bytes = 0;
+    for (const PostedOp& op : ops)
+      bytes += op.bytes;
+    wait_log::wait_end(log_begin, ops.size(), bytes, t_wait_sleeps - sleeps_before);
+  };
   const FifoWhileWaiting fifo;
   // Pending ops without a doorbell (libnbc collectives, peers of other hosts): timer schedule.
   std::size_t unrung = 0;
@@ -209,16 +252,24 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     // returns without checking again: what its progress completed (a receive's whole copy) is
     // only seen by the next test, after a sleep. So a test that finds nothing tests once more.
     int outcount = 0;
-    for (int pass = 0; pass < 2 && outcount == 0; ++pass)
-      TAWPIPE_MPI(MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &outcount,
-                               indices.data(), MPI_STATUSES_IGNORE));
-    if (outcount > 0 && outcount != MPI_UNDEFINED) {
+    bool alone = true;
+    for (int pass = 0; pass < 2 && outcount == 0; ++pass) {
+      bool this_alone = true;
+      TAWPIPE_MPI(test_some(requests, indices, outcount, this_alone));
+      alone = alone && this_alone;
+    }
+    const bool some = outcount > 0 && outcount != MPI_UNDEFINED;
+    wait_log::tested(some ? outcount : 0);
+    if (some) {
       for (int k = 0; k < outcount; ++k) {
         PostedOp& op = ops[slot[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])]];
         op.request = MPI_REQUEST_NULL;
         if (op.copy_to != nullptr) std::copy_n(op.staging.get(), op.staged, op.copy_to);
-        if (op.is_recv)
+        if (wait_log::on()) wait_log::complete(op.log_op);
+        if (op.is_recv) {
           ring(op.peer_world, op.peer_slot);  // its acknowledgement (FIN) is on the way
+          wait_log::ring(op.peer_world, op.peer_slot, wait_log::Why::recv_done);
+        }
         unrung -= !can_ring(op.peer_world);
         on_done(static_cast<std::size_t>(&op - ops.data()));
       }
@@ -235,7 +286,10 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       since = std::chrono::steady_clock::now();
       continue;
     }
-    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::success();
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      log_end();
+      return Status::success();
+    }
     if (polls < kSpinPolls) {
       ++polls;  // test again at once: a message about to land costs no sleep
     } else if (unrung == 0) {
@@ -245,15 +299,33 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       // thread's op, but only after a ring to this slot made it completable: the woken thread
       // finds it complete (MPI_Testsome checks before it progresses); the threads of a rank run
       // under SCHED_FIFO on one core, one after another. What no bell announces is left to the
-      // timeout (host_wait::doorbell_timeout_ns).
+      // timeout (host_wait::doorbell_timeout_ns). One exception: Open MPI's shared-memory
+      // transport progresses on one thread at a time (btl/vader returns at once from a thread
+      // that finds another inside), so a test beside another thread's may not progress, and
+      // that thread may complete this one's op after the ring was read. The wait log
+      // (exec/host/wait_log.h) records such tests ("overlapped"); quiet 2x2-cpu runs of FSDP,
+      // WeiPipe, TawPipe and 1F1B (session 14) had no timeout that ended a wait for an op
+      // whose bell had rung during the sleep, or whose bell never came.
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - since)
                                          .count();
-      sleep_on_doorbell(seen, host_wait::doorbell_timeout_ns(waited_ns));
+      const std::int64_t timeout_ns = host_wait::doorbell_timeout_ns(waited_ns);
+      const wait_log::Stamp begin = wait_log::stamp();
+      const bool rung = sleep_on_doorbell(seen, timeout_ns);
+      if (wait_log::on()) {
+        wait_log::sleep(begin, wait_log::stamp(),
+                        rung ? wait_log::How::bell : wait_log::How::timeout, timeout_ns,
+                        requests.size(), ops[slot[0]].log_op, alone);
+      }
       ++t_wait_sleeps;
       g_doorbell_sleeps.fetch_add(1, std::memory_order_relaxed);
     } else {
+      const wait_log::Stamp begin = wait_log::stamp();
       std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+      if (wait_log::on()) {
+        wait_log::sleep(begin, wait_log::stamp(), wait_log::How::timer, sleep_ns, requests.size(),
+                        ops[slot[0]].log_op, alone);
+      }
       ++t_wait_sleeps;
       g_timer_sleeps.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t waited_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -262,6 +334,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
       sleep_ns = host_wait::next_sleep_ns(sleep_ns, waited_ns);
     }
   }
+  log_end();
   return Status::success();
 }
 

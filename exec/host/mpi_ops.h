@@ -117,6 +117,8 @@ struct PostedOp {
   int peer_world = -1;
   int peer_slot = 0;  ///< the doorbell slot of the peer's thread that waits for the matching op
   bool is_recv = false;
+  std::uint64_t log_op = 0;  ///< its number in the wait log (exec/host/wait_log.h), 0 when off
+  std::uint64_t bytes = 0;   ///< point-to-point: the message's bytes (the wait log's)
 };
 
 /// What one collective needs: buffers (floats), element count of the whole buffer, the caller's
