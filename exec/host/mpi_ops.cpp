@@ -1,5 +1,6 @@
 #include "exec/host/mpi_ops.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "exec/host/doorbell.h"
@@ -21,7 +23,57 @@ int to_int(std::uint64_t v) {
   return static_cast<int>(std::min<std::uint64_t>(v, 0x7fffffff));
 }
 
+/// Open MPI's idle yields (mpi_ops.h IdleYields): the library's switch and flag, looked up at
+/// run time (null with another MPI, or an Open MPI without them: nothing is switched).
+struct OpalYield {
+  bool (*set)(bool) = nullptr;
+  const bool* flag = nullptr;
+  bool configured = false;  ///< the flag at the first use (mpi_yield_when_idle)
+  std::mutex mu;
+  int waits = 0, blocking = 0;  ///< active wait_all calls and blocking collectives
+};
+
+OpalYield& opal_yield() {
+  static OpalYield y;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    y.set =
+        reinterpret_cast<bool (*)(bool)>(dlsym(RTLD_DEFAULT, "opal_progress_set_yield_when_idle"));
+    y.flag = static_cast<const bool*>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+    if (y.flag == nullptr) y.set = nullptr;
+    y.configured = y.flag != nullptr && *y.flag;
+  });
+  return y;
+}
+
+/// Sets the flag for the current counts (mu held): the configured yields while a blocking
+/// collective runs or no wait does, none while only waits run.
+void apply_yield_locked(OpalYield& y) {
+  if (y.set == nullptr || !y.configured) return;
+  const bool want = y.blocking > 0 || y.waits == 0;
+  if (*y.flag != want) y.set(want);
+}
+
 }  // namespace
+
+IdleYields::IdleYields(Kind kind) : kind_(kind) {
+  OpalYield& y = opal_yield();
+  const std::lock_guard lock(y.mu);
+  ++(kind_ == Kind::off_while_waiting ? y.waits : y.blocking);
+  apply_yield_locked(y);
+}
+
+IdleYields::~IdleYields() {
+  OpalYield& y = opal_yield();
+  const std::lock_guard lock(y.mu);
+  --(kind_ == Kind::off_while_waiting ? y.waits : y.blocking);
+  apply_yield_locked(y);
+}
+
+bool mpi_idle_yields() {
+  const OpalYield& y = opal_yield();
+  return y.flag != nullptr && *y.flag;
+}
 
 Status post_collective(const CollectiveArgs& a, PostedOp& out) {
   const bool in_place = a.send == a.recv;
@@ -65,6 +117,7 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
 }
 
 Status run_collective(const CollectiveArgs& a) {
+  const IdleYields yields(IdleYields::Kind::on_while_blocking);
   const bool in_place = a.send == a.recv;
   const int count = to_int(a.bytes / 4);  // floats
   switch (a.kind) {
@@ -238,6 +291,7 @@ Status wait_all(std::span<PostedOp> ops, const std::function<void(std::size_t)>&
     wait_log::wait_end(log_begin, ops.size(), bytes, t_wait_sleeps - sleeps_before);
   };
   const FifoWhileWaiting fifo;
+  const IdleYields no_yields(IdleYields::Kind::off_while_waiting);
   // Pending ops without a doorbell (libnbc collectives, peers of other hosts): timer schedule.
   std::size_t unrung = 0;
   for (const PostedOp& op : ops)

@@ -104,6 +104,36 @@ class FifoWhileWaiting {
   bool active_ = false;
 };
 
+/// Open MPI's idle yields, switched per call. tawexec sets mpi_yield_when_idle for MPI's blocking
+/// calls (run_collective, the end-of-run collection), whose waits poll; with it, opal_progress
+/// calls sched_yield() after every progress call that found nothing, so every empty
+/// MPI_Testsome of wait_all yielded too, and under SCHED_FIFO a yield hands the core to any other
+/// runnable FIFO thread of the core: on 2x2-cpu the waiting communication threads of the two
+/// ranks of a core (FSDP: all-gather and reduce-scatter of each) passed the core back and forth.
+/// Measured (FSDP + TawPipe[grouping=off] interleaved, 2x2-cpu, quiet, 4 launches alternating
+/// OMPI_MCA_mpi_yield_when_idle=1/0, 4 timed steps each, session 14): the all-gather threads'
+/// involuntary switches 970-3770 per step with yields, 190-400 without; the waiting core's
+/// communication threads' CPU 137-151 vs 101-119 ms per rank and step; FSDP's paired gap to
+/// TawPipe[grouping=off] median +9.0 % with, +5.4 % without (8 sub-rounds each). A sleeping wait
+/// never needs the yield (it sleeps, it does not spin), so wait_all turns them off while it runs
+/// (off_while_waiting) and run_collective turns the configured setting back on while it runs
+/// (on_while_blocking, which wins). Process-wide (the flag is Open MPI's): counts of both kinds;
+/// nothing changes where Open MPI's switch is not found or yields were not configured.
+class IdleYields {
+ public:
+  enum class Kind : std::uint8_t { off_while_waiting, on_while_blocking };
+  explicit IdleYields(Kind kind);
+  ~IdleYields();
+  IdleYields(const IdleYields&) = delete;
+  IdleYields& operator=(const IdleYields&) = delete;
+
+ private:
+  Kind kind_;
+};
+
+/// Whether Open MPI yields when idle right now (false where its flag is not found).
+bool mpi_idle_yields();
+
 /// A posted non-blocking operation and what to do when it completes.
 struct PostedOp {
   MPI_Request request = MPI_REQUEST_NULL;
