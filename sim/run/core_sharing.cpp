@@ -54,7 +54,31 @@ double CoreSharing::mean_v(const Queue& q) const {
   return n == 0 ? q.base : sum / n;
 }
 
+void CoreSharing::settle(int core) {
+  Queue& q = queues_[static_cast<std::size_t>(core)];
+  const double slice = static_cast<double>(slice_.picoseconds());
+  // A request end at the current instant is left to the caller's event, which came first: the
+  // running op's own completion was scheduled before the request began (rerate schedules a job's
+  // completion before the request end).
+  while (q.lazy && q.lazy_end < engine_.now()) {
+    const SimTime at = q.lazy_end;
+    // on_request_end at `at`: advance, a new request, a pick (the same thread: it is alone).
+    Thread& t = thread(core, q.running);
+    t.v += static_cast<double>((at - q.last).picoseconds());
+    q.last = at;
+    t.d = t.v + slice;
+    // rerate at `at`: the jobs advance at their unchanged rates; the next request end.
+    for (std::uint32_t id : on_core_[static_cast<std::size_t>(core)]) {
+      Job& j = jobs_[id];
+      if (j.rate > 0.0) j.remaining_ps -= static_cast<double>((at - j.last).picoseconds()) * j.rate;
+      j.last = at;
+    }
+    q.lazy_end = at + SimTime::ps(static_cast<std::int64_t>(std::ceil(std::max(t.d - t.v, 0.0))));
+  }
+}
+
 void CoreSharing::advance(int core) {
+  settle(core);
   Queue& q = queues_[static_cast<std::size_t>(core)];
   const SimTime now = engine_.now();
   if (q.running != 0 && q.runs)
@@ -323,12 +347,20 @@ void CoreSharing::rerate(int core) {
     q.runs =
         q.runs || (jobs_[id].owner != 0 && jobs_[id].owner == q.running && jobs_[id].rate > 0.0);
   if (engine_.is_pending(q.request_end)) engine_.cancel(q.request_end);
+  q.lazy = false;
   if (!q.runs) return;
   const Thread& t = thread(core, q.running);
   const double left = std::max(t.d - t.v, 0.0);
+  const SimTime end = SimTime::ps(static_cast<std::int64_t>(std::ceil(left)));
+  if (std::all_of(q.threads.begin(), q.threads.end(), [&](const Thread& o) {
+        return o.owner == q.running || o.state == Thread::off;
+      })) {
+    q.lazy = true;  // alone: its request ends pick it again (settle)
+    q.lazy_end = now + end;
+    return;
+  }
   q.request_end =
-      engine_.schedule_after(SimTime::ps(static_cast<std::int64_t>(std::ceil(left))),
-                             Event{handler_, kRequestEnd, static_cast<std::uint64_t>(core)});
+      engine_.schedule_after(end, Event{handler_, kRequestEnd, static_cast<std::uint64_t>(core)});
 }
 
 void CoreSharing::handle(const Event& e) {

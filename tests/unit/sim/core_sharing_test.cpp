@@ -248,6 +248,24 @@ TEST(CoreSharing, AThreadWakingInAShortSlicePreemptsAtOnce) {
   }
 }
 
+TEST(CoreSharing, AThreadAloneEndsItsRequestsOnTimeWhenAnotherWakes) {
+  // Thread 1 runs a 100 ms op alone: its requests end at 20, 40, 60 ms (not events while it is
+  // alone, replayed when the core is next touched). At 50 ms a timer wakes thread 2 (2 ms op, a
+  // compute slice: no preemption), placed at V = 50, deadline 70. Thread 1's request ends at 60
+  // (v 60, deadline 80): V = 55, thread 2 is eligible and earlier: it runs 60..62, thread 1 its
+  // last 38 ms 62..100 + 2 = 102. (Requests not replayed: thread 1's request would have ended at
+  // 20, and thread 2 would run at 50.)
+  SlicedHarness h;
+  const int c0 = 0;
+  h.then[9] = {2, ms(2), 2, false};
+  h.cores.start_sliced(0, ms(100), 1, 1);
+  h.cores.start(std::span<const int>(&c0, 1), ms(50), SimTime(), 9);  // a timer
+  h.engine.run();
+  EXPECT_EQ(h.first_run[2], ms(60));
+  EXPECT_EQ(h.done[2], ms(62));
+  EXPECT_EQ(h.done[1], ms(102));
+}
+
 TEST(CoreSharing, CopiesPreemptTheHolder) {
   // A copy (2 ms, start: a communication thread's work, real-time in the backend) beside thread 1
   // holding the core (10 ms) and thread 2 waiting (10 ms): the copy runs alone 0..2 while thread
