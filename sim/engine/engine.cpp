@@ -14,9 +14,14 @@ HandlerId Engine::add_handler(Handler handler) {
 }
 
 EventHandle Engine::schedule_at(SimTime time, const Event& event) {
-  // Scheduling in the past would make the clock run backwards: a bug in the caller.
-  assert(time >= now_);
   assert(event.handler < handlers_.size());
+  // Scheduling in the past would make the clock run backwards: a bug in the caller, or a time
+  // computed past SimTime's range that wrapped around (recorded: time_overflowed()).
+  if (time < now_) {
+    assert(time < SimTime() && "scheduled in the past");
+    overflowed_ = true;
+    time = SimTime::max();
+  }
   return queue_.push(time, event);
 }
 
@@ -37,7 +42,7 @@ std::uint64_t Engine::run_loop(SimTime limit) {
   stop_requested_ = false;
   running_ = true;
   std::uint64_t handled = 0;
-  while (!stop_requested_ && !queue_.empty() && queue_.next_time() <= limit) {
+  while (!stop_requested_ && !overflowed_ && !queue_.empty() && queue_.next_time() <= limit) {
     const ScheduledEvent next = queue_.pop();
     now_ = next.time;
     ++handled;

@@ -55,7 +55,7 @@ class Engine {
 
   /// Schedules `event` at `now() + delay`. Precondition: `delay >= 0`.
   EventHandle schedule_after(SimTime delay, const Event& event) {
-    return schedule_at(now_ + delay, event);
+    return schedule_at(later(delay), event);
   }
 
   /// Cancels a pending event; false if it already fired or was cancelled (see EventQueue).
@@ -66,8 +66,13 @@ class Engine {
   /// `schedule_after`, cheaper (EventQueue::reschedule).
   EventHandle reschedule_after(EventHandle handle, SimTime delay, const Event& event) {
     assert(event.handler < handlers_.size());
-    return queue_.reschedule(handle, now_ + delay, event);
+    return queue_.reschedule(handle, later(delay), event);
   }
+
+  /// True once an event was due past the end of SimTime's range (2^63 ps, about 106 days): a
+  /// workload far too large for its devices. The event is kept at SimTime::max(), and `run`
+  /// stops after the current handler; the caller reports it (sim/run/executor.cpp).
+  bool time_overflowed() const { return overflowed_; }
 
   /// True if `handle` names an event that has neither fired nor been cancelled.
   bool is_pending(EventHandle handle) const { return queue_.is_pending(handle); }
@@ -95,12 +100,24 @@ class Engine {
  private:
   std::uint64_t run_loop(SimTime limit);
 
+  /// `now() + delay`, or SimTime::max() (and the overflow recorded) past SimTime's range; a
+  /// negative delay (a duration converted from a double beyond the range) counts as past it.
+  SimTime later(SimTime delay) {
+    std::int64_t t = 0;
+    if (delay < SimTime() || __builtin_add_overflow(now_.picoseconds(), delay.picoseconds(), &t)) {
+      overflowed_ = true;
+      return SimTime::max();
+    }
+    return SimTime::ps(t);
+  }
+
   EventQueue queue_;
   std::vector<Handler> handlers_;
   SimTime now_;
   std::uint64_t events_processed_ = 0;
   bool stop_requested_ = false;
   bool running_ = false;
+  bool overflowed_ = false;
 };
 
 }  // namespace tawpipe::sim

@@ -108,6 +108,14 @@ Expected<ExecutionResult> Executor::run() {
   }
   drain();
   engine_.run();
+  if (engine_.time_overflowed()) {
+    return make_error(
+        "simulated time ran past the simulator's range (2^63 ps, about 106 days) "
+        "after " +
+        std::to_string(static_cast<std::int64_t>(engine_.now().seconds())) +
+        " s: the workload is far too large for this topology's devices (choose a "
+        "smaller --model, --seq-len or --global-batch)");
+  }
   if (!res_.symmetry_broken.empty()) return std::move(res_);  // stopped early: run every rank
   if (completed_ != total_ops_) {
     for (std::size_t g = 0; g < total_ops_; ++g) {

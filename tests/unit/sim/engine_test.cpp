@@ -55,6 +55,31 @@ TEST(Engine, EventsScheduledAtNowRunAfterEarlierTies) {
   EXPECT_EQ(order, (std::vector<std::uint64_t>{0, 1, 2, 9}));
 }
 
+// An event due past SimTime's range (a workload far too large for its devices) does not wrap
+// around into the past: the engine records the overflow and stops after the current handler,
+// so the simulator can report it (sim/run/event_loop.cpp) instead of printing a negative time.
+TEST(Engine, TimePastItsRangeIsRecordedAndStopsTheRun) {
+  Engine engine;
+  std::vector<std::uint64_t> order;
+  HandlerId h = 0;
+  h = engine.add_handler([&](const Event& e) {
+    order.push_back(e.data);
+    if (e.data == 0) engine.schedule_after(SimTime::max(), Event{h, 0, 1});  // past the range
+    if (e.data == 0) engine.schedule_after(SimTime::ps(1), Event{h, 0, 2});
+  });
+  engine.schedule_at(SimTime::ps(1000), Event{h, 0, 0});
+  EXPECT_FALSE(engine.time_overflowed());
+  engine.run();
+  EXPECT_TRUE(engine.time_overflowed());
+  EXPECT_EQ(order, (std::vector<std::uint64_t>{0}));
+  EXPECT_EQ(engine.now(), SimTime::ps(1000));
+
+  Engine negative;  // a duration converted from a double beyond the range comes out negative
+  const HandlerId hn = negative.add_handler([](const Event&) {});
+  negative.schedule_after(SimTime::ps(-5), Event{hn, 0, 0});
+  EXPECT_TRUE(negative.time_overflowed());
+}
+
 // A handler reschedules a "completion" (as the network model does when a rate changes): the
 // cancelled one never fires.
 TEST(Engine, CancelledEventNeverFires) {
