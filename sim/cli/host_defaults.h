@@ -3,8 +3,9 @@
 ///
 /// tawsim's built-in defaults are the TawPipe paper's headline workload (llama-h4096-l48, seq
 /// 16384, global batch 1536, fp16): on a 2-core CPU topology one iteration of it computes for
-/// ~4.5 years of simulated time, no method fits in the ranks' memory, and simulating it takes
-/// minutes per method (every 20 ms compute slice is an event, sim/run/core_sharing.h). A CPU
+/// ~4.5 years of simulated time (near the end of SimTime's range), no method fits in the ranks'
+/// memory, and simulating it takes seconds to minutes per method (where ranks share a core,
+/// every 20 ms request end is an event, sim/run/core_sharing.h). A CPU
 /// topology instead defaults to the workload scripts/validate-host measures there with tawexec:
 /// model cpu-h256 with 4 layers per rank, seq 256, global batch 4 sequences per rank, fp32 (the
 /// host backend computes in fp32, so its IR bytes are fp32 bytes), full recomputation (tawsim's

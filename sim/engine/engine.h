@@ -71,7 +71,7 @@ class Engine {
 
   /// True once an event was due past the end of SimTime's range (2^63 ps, about 106 days): a
   /// workload far too large for its devices. The event is kept at SimTime::max(), and `run`
-  /// stops after the current handler; the caller reports it (sim/run/executor.cpp).
+  /// stops after the current handler; the caller reports it (sim/run/event_loop.cpp).
   bool time_overflowed() const { return overflowed_; }
 
   /// True if `handle` names an event that has neither fired nor been cancelled.
