@@ -35,6 +35,11 @@
 ///       wakeup_cost: 50us               # compute progress a sleeping thread's wake-up costs
 ///       wakeup_latency: 100us           # how late a sleep beside compute ends
 ///       wakeup_cost_long: 40us          # wakeup_cost with a long wait's 2 ms sleeps
+///     noise:                            # fixed-work-quantum trace: every unit at once
+///       work: "sgemm 128x256x256 x8"    # free text: the quantum's work
+///       quantum: 1.02ms                 # reference: median duration of all units' quanta
+///       units:                          # host: per core (0, 1, ...); cuda: per device (rank)
+///         - [1.0021, 0.9987, 1.3410, ...]   # each quantum's duration / quantum, in order
 ///
 /// Kernel points. Flop-bound classes (gemm, attention_fwd, attention_bwd) carry `rate`;
 /// memory-bound classes carry `bandwidth`. The shape keys are: gemm m, n, k (optional `batch`
@@ -179,6 +184,22 @@ struct HostProfile {
   friend bool operator==(const HostProfile&, const HostProfile&) = default;
 };
 
+/// Fixed-work-quantum noise trace (FWQ, Sottile and Minnich, "Analysis of microbenchmarks for
+/// performance tuning of clusters", Cluster 2004; replayed into a simulation as LogGOPSim does,
+/// Hoefler, Schneider and Lumsdaine, "Characterizing the influence of system noise on large-scale
+/// applications by simulation", SC10): every unit (host: a core; cuda: a device) runs the same
+/// fixed quantum of work back to back, all units at once, and each quantum's duration is
+/// recorded. A quantum longer than `quantum` is time the unit lost (interrupts, other threads,
+/// the hypervisor, a slower core); the units' traces share one start, so what slows all units
+/// at once stays common to them in the replay. The simulator replays it (sim/run/noise.h).
+struct NoiseTrace {
+  std::string work;  ///< informational: what one quantum computes
+  SimTime quantum;   ///< the reference duration: the median of every unit's quanta
+  /// Per unit, in unit order: each quantum's duration / quantum, in the order they ran (> 0).
+  std::vector<std::vector<double>> units;
+  friend bool operator==(const NoiseTrace&, const NoiseTrace&) = default;
+};
+
 /// A whole profile. Maps are keyed by device kind name and link class name (sorted, so the
 /// writer's output is deterministic).
 struct Profile {
@@ -189,6 +210,7 @@ struct Profile {
   std::map<std::string, LinkProfile> links;
   std::vector<CommMeasurement> communication;
   std::optional<HostProfile> host;
+  std::optional<NoiseTrace> noise;
   friend bool operator==(const Profile&, const Profile&) = default;
 };
 

@@ -42,7 +42,7 @@ constexpr int kMaxDim = 1 << 30;
 
 const std::vector<std::string> kRootKeysV1 = {"format_version", "producer", "devices", "links"};
 const std::vector<std::string> kRootKeys = {"format_version", "producer",      "backend", "devices",
-                                            "links",          "communication", "host"};
+                                            "links",          "communication", "host",    "noise"};
 const std::vector<std::string> kDeviceKeysV1 = {"dtype",          "gemm",        "attention_fwd",
                                                 "attention_bwd",  "elementwise", "memory_bandwidth",
                                                 "launch_overhead"};
@@ -56,6 +56,7 @@ const std::vector<std::string> kLinkKeys = {"bandwidth", "latency"};
 const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
 const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points"};
 const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu"};
+const std::vector<std::string> kNoiseKeys = {"work", "quantum", "units"};
 const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core", "wakeup_cost",
                                             "wakeup_latency", "wakeup_cost_long"};
 
@@ -219,6 +220,24 @@ HostProfile parse_host(const Ctx& c) {
   return h;
 }
 
+NoiseTrace parse_noise(const Ctx& c) {
+  const MapReader m(c, kNoiseKeys, "a noise trace {work, quantum, units}");
+  NoiseTrace t;
+  if (auto v = m.opt("work")) t.work = yaml::read_string(*v, "a description of the quantum");
+  const Ctx q = m.at("quantum");
+  t.quantum = yaml::read_time(q);
+  if (t.quantum <= SimTime()) yaml::fail(q, "a noise quantum must be longer than 0");
+  for (const Ctx& unit : yaml::seq_items(m.at("units"), "noise traces, one per unit")) {
+    std::vector<double> trace;
+    for (const Ctx& x : yaml::seq_items(unit, "a unit's quantum stretches"))
+      trace.push_back(yaml::read_number(x, 0.0, 1e4, false, "a quantum's stretch"));
+    if (trace.empty()) yaml::fail(unit, "a noise trace needs at least one quantum");
+    t.units.push_back(std::move(trace));
+  }
+  if (t.units.empty()) yaml::fail(m.at("units"), "a noise trace needs at least one unit");
+  return t;
+}
+
 Profile parse_root(const Ctx& root) {
   const MapReader m(root, kRootKeys, "a calibration profile");
   Profile p;
@@ -250,6 +269,7 @@ Profile parse_root(const Ctx& root) {
       p.communication.push_back(parse_comm(item));
   }
   if (auto x = m.opt("host")) p.host = parse_host(*x);
+  if (auto x = m.opt("noise")) p.noise = parse_noise(*x);
   return p;
 }
 

@@ -159,6 +159,22 @@ std::string write_profile_yaml(const Profile& profile) {
     }
     out << (any ? "\n" : " {}\n");
   }
+  if (profile.noise) {
+    const NoiseTrace& t = *profile.noise;
+    out << "noise:\n";
+    if (!t.work.empty()) {
+      YAML::Emitter e;
+      e << YAML::DoubleQuoted << t.work;
+      out << "  work: " << e.c_str() << "\n";
+    }
+    out << "  quantum: " << to_string(t.quantum) << "\n  units:\n";
+    for (const std::vector<double>& unit : t.units) {
+      out << "    - [";
+      for (std::size_t i = 0; i < unit.size(); ++i)
+        out << (i == 0 ? "" : i % 16 == 0 ? ",\n       " : ", ") << shortest_number(unit[i]);
+      out << "]\n";
+    }
+  }
   return out.str();
 }
 

@@ -45,6 +45,13 @@ host:
   wakeup_cost: 50us
   wakeup_latency: 120us
   wakeup_cost_long: 40us
+noise:
+  work: "sgemm 128x256x256 x8"
+  quantum: 1020us
+  units:
+    - [1, 1.0021, 0.9987, 1.341, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+       1.5, 0.99]
+    - [0.998, 2.25]
 )yaml";
 
 TEST(ProfileV2, ReadsEveryField) {
@@ -87,6 +94,14 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
   EXPECT_EQ(p->host->wakeup_cost_long, SimTime::us(40));
   EXPECT_EQ(p->links.at("nvswitch").latency, SimTime::ns(600));
+  ASSERT_TRUE(p->noise.has_value());
+  EXPECT_EQ(p->noise->work, "sgemm 128x256x256 x8");
+  EXPECT_EQ(p->noise->quantum, SimTime::us(1020));
+  ASSERT_EQ(p->noise->units.size(), 2u);
+  ASSERT_EQ(p->noise->units[0].size(), 18u);
+  EXPECT_DOUBLE_EQ(p->noise->units[0][3], 1.341);
+  EXPECT_DOUBLE_EQ(p->noise->units[0][17], 0.99);
+  EXPECT_EQ(p->noise->units[1], (std::vector<double>{0.998, 2.25}));
 }
 
 TEST(ProfileV2, RoundTripIsByteIdentical) {
@@ -197,6 +212,14 @@ TEST(ProfileV2, ErrorsCarryLocationKeyPathAndSuggestion) {
   EXPECT_EQ(e.key_path, "backend");
   e = error_of("format_version: 2\nhost: {cores_per_hosts: 2}\n");
   EXPECT_NE(e.message.find("did you mean 'cores_per_host'"), std::string::npos) << e.to_string();
+  e = error_of("format_version: 2\nnoise: {quantum: 1ms, units: [[1, 0]]}\n");
+  EXPECT_EQ(e.key_path, "noise.units[0][1]");
+  e = error_of("format_version: 2\nnoise: {quantum: 0ms, units: [[1]]}\n");
+  EXPECT_EQ(e.key_path, "noise.quantum");
+  e = error_of("format_version: 2\nnoise: {quantum: 1ms, units: [[]]}\n");
+  EXPECT_EQ(e.key_path, "noise.units[0]");
+  e = error_of("format_version: 2\nnoise: {units: [[1]]}\n");
+  EXPECT_NE(e.message.find("missing required key 'quantum'"), std::string::npos) << e.to_string();
   e = error_of("format_version: 3\n");
   EXPECT_EQ(e.key_path, "format_version");
   error_of("");
