@@ -12,6 +12,10 @@ Used by scripts/sensitivity and scripts/validate-host (Debian's python3-yaml, no
       replicates (default 200): the median profile of R resamples of the profiles, with
       replacement, each predicted too, for an interval of the pooled prediction. T.tsv: replicate
       (0 = the pooled profile itself), method, predicted ms.
+  python3 scripts/profiles.py noise P1.yaml P2.yaml ...
+      each profile's noise trace (`noise`), unit by unit: quanta, span, the stretches' mean,
+      median, 90th and 99th percentile and maximum, and the share of the time lost to quanta
+      slower than the median (mean stretch - 1, over the mean stretch).
 
 A profile's calibrated figures are its *leaves*: numbers with a unit (times in ps, bandwidths
 in B/s, rates in FLOP/s) or plain fractions (ranks.spread), each under a key that names it the
@@ -20,6 +24,11 @@ same way in every profile of a layout, e.g.
   ("devices", "cpu-core", "kernels", "gemm", 2, "rate")      # the 3rd gemm point
   ("communication", "all_gather", "shared_memory", 4, 1048576, "cpu")
   ("host", "wakeup_cost")
+
+A profile's noise trace (`noise`, the fixed-work-quantum trace of every core) is no figure to take
+a median of: pooled profiles concatenate their traces, unit by unit, in the order given (a
+bootstrap replicate: in the order of its resample), so the pooled trace holds the noise of every
+calibration; its quantum is the median of theirs.
 """
 import concurrent.futures
 import copy
@@ -159,6 +168,29 @@ def median_values(all_values):
     return {k: statistics.median(v[k] for v in all_values if k in v) for k in keys}
 
 
+def with_noise(doc, docs):
+    """`doc` with the noise traces of `docs` concatenated unit by unit (see the file's head);
+    `doc` unchanged where none of them has one."""
+    traces = [d["noise"] for d in docs if isinstance(d.get("noise"), dict)]
+    if not traces:
+        return doc
+    counts = {len(t.get("units") or []) for t in traces}
+    if len(counts) != 1:
+        raise ProfileError(f"noise traces of different unit counts ({sorted(counts)}) "
+                           "cannot be pooled")
+    doc = copy.deepcopy(doc)
+    units = [[] for _ in range(counts.pop())]
+    for t in traces:
+        for u, trace in enumerate(t["units"]):
+            units[u].extend(trace)
+    quantum = statistics.median(number(t["quantum"], TIME, "noise.quantum") for t in traces)
+    doc["noise"] = {"work": traces[0].get("work", ""),
+                    "quantum": f"{int(round(quantum))}ps", "units": units}
+    if not doc["noise"]["work"]:
+        del doc["noise"]["work"]
+    return doc
+
+
 def dump(doc, path, comment):
     with open(path, "w") as f:
         f.write(f"# {comment}\n")
@@ -178,7 +210,7 @@ def load_all(paths):
 
 def pooled(paths, out):
     docs, vals = load_all(paths)
-    doc = with_values(docs[0], median_values(vals))
+    doc = with_noise(with_values(docs[0], median_values(vals)), docs)
     doc["producer"] = f"median of {len(paths)} calibrations ({doc.get('producer', '')})"
     dump(doc, out, "pooled profile: each calibrated figure the median over " +
          ", ".join(paths))
@@ -243,7 +275,8 @@ def pooled_prediction(argv):
         for r in range(replicates):
             pick = [rng.randrange(len(vals)) for _ in vals]
             files.append(os.path.join(tmp, f"replicate{r + 1}.yaml"))
-            dump(with_values(docs[0], median_values([vals[c] for c in pick])), files[-1],
+            dump(with_noise(with_values(docs[0], median_values([vals[c] for c in pick])),
+                            [docs[c] for c in pick]), files[-1],
                  f"bootstrap replicate {r + 1}: the median of calibrations {pick}")
         runs = [(f, m) for f in files for m in methods]
         ms = predict(opts["--tawsim"], args, jobs, runs)
@@ -252,8 +285,37 @@ def pooled_prediction(argv):
             f.write(f"{files.index(path)}\t{method}\t{x:.6f}\n")
 
 
+def percentile(sorted_values, q):
+    """The q-quantile (0..1) of sorted values, by linear interpolation."""
+    x = q * (len(sorted_values) - 1)
+    i = int(x)
+    j = min(i + 1, len(sorted_values) - 1)
+    return sorted_values[i] + (x - i) * (sorted_values[j] - sorted_values[i])
+
+
+def noise_summary(paths):
+    print(f"{'profile':<28} {'unit':>4} {'quanta':>7} {'span s':>7} {'mean':>7} {'median':>7} "
+          f"{'p90':>7} {'p99':>7} {'max':>7} {'lost %':>7}")
+    for path in paths:
+        t = load(path).get("noise")
+        name = os.path.basename(path)
+        if not isinstance(t, dict):
+            print(f"{name:<28} (no noise trace)")
+            continue
+        q = number(t["quantum"], TIME, f"{path}: noise.quantum")
+        for u, trace in enumerate(t.get("units") or []):
+            s = sorted(float(x) for x in trace)
+            mean = sum(s) / len(s)
+            print(f"{name:<28} {u:>4} {len(s):>7} {sum(s) * q / 1e12:>7.2f} {mean:>7.4f} "
+                  f"{percentile(s, 0.5):>7.4f} {percentile(s, 0.9):>7.4f} "
+                  f"{percentile(s, 0.99):>7.4f} {s[-1]:>7.3f} {100 * (mean - 1) / mean:>7.2f}")
+
+
 def main(argv):
     try:
+        if len(argv) >= 3 and argv[1] == "noise":
+            noise_summary(argv[2:])
+            return 0
         if len(argv) >= 4 and argv[1] == "median" and argv[2] == "-o":
             pooled(argv[4:], argv[3])
             return 0
@@ -263,8 +325,8 @@ def main(argv):
     except (ProfileError, OSError, yaml.YAMLError) as e:
         print(f"profiles.py: {e}", file=sys.stderr)
         return 2
-    print("usage: profiles.py median -o OUT.yaml PROFILE.yaml... | profiles.py pooled ... "
-          "(see the file's head)", file=sys.stderr)
+    print("usage: profiles.py median -o OUT.yaml PROFILE.yaml... | profiles.py pooled ... | "
+          "profiles.py noise PROFILE.yaml... (see the file's head)", file=sys.stderr)
     return 2
 
 

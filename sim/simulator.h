@@ -66,6 +66,15 @@ struct SimOptions {
   /// and the network allow it; exact, so on by default (tawsim --no-symmetry turns it off).
   /// Never with record_ops or record_link_usage (they need every rank's own records).
   bool symmetry = true;
+  /// CPU topologies whose profile has a noise trace (profile `noise`, sim/run/noise.h): replay
+  /// it on the cores. The iteration is simulated `noise_replicates` times, the trace started at
+  /// offsets spread evenly over its span (k / n of it for replicate k), and the replicate of
+  /// median iteration time is the result (the lower median for an even count), as a measured
+  /// iteration time is the median of steps that meet the machine's noise at other moments. The
+  /// same offsets for every method, so that their predicted gaps compare like with like. Ranks
+  /// on different cores meet different noise: replica symmetry is off while it replays.
+  bool noise = true;
+  int noise_replicates = 5;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
   /// Verify the program (common/ir/verifier.h) before simulating it: design.md section 4, "the
@@ -116,6 +125,10 @@ struct SimOutput {
   /// Replica symmetry held although a cross-replica collective loaded this many links unevenly
   /// (ExecutionResult::uneven_links).
   std::int32_t uneven_links = 0;
+  /// With a replayed noise trace (SimOptions::noise): every replicate's iteration time, in
+  /// offset order, and which one is the result. Empty: no noise replayed.
+  std::vector<SimTime> noise_iterations;
+  std::int32_t noise_replicate = 0;
 };
 
 /// The whole program, on demand: what a replica-compact program (ir::Program::stored_ranks)

@@ -76,6 +76,8 @@ struct Options {
   std::string dot_file;
   bool no_fold = false;
   bool no_symmetry = false;
+  bool no_noise = false;
+  int noise_replicates = 5;
   bool comm_overlap = false;
   std::string shard;
   bool print_topology = false;
@@ -209,6 +211,17 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
     if (!profile.ok()) return fail(profile.error());
     options.profile = std::move(*profile);
     options.profile_name = std::filesystem::path(o.profile_file).filename().string();
+    // A noise trace is replayed one unit per core (sim/run/noise.h): a trace of another layout
+    // is bad input, said once here rather than as every method's n/a.
+    const profile::NoiseTrace* noise = options.profile->noise ? &*options.profile->noise : nullptr;
+    const auto& host = w.topology.host_cpu();
+    if (!o.no_noise && noise != nullptr && host &&
+        static_cast<int>(noise->units.size()) < host->cores_per_host) {
+      return fail(make_error(o.profile_file + ": noise.units: " +
+                             std::to_string(noise->units.size()) + " unit(s), but topology " +
+                             w.topology.name() + " has " + std::to_string(host->cores_per_host) +
+                             " cores per host (calibrate on the run's layout, or --no-noise)"));
+    }
   }
   if (o.sm_contention != -1.0 && !(o.sm_contention >= 0.0 && o.sm_contention < 1.0)) {
     return fail(
@@ -217,6 +230,11 @@ int simulate_command(const Options& o, const std::vector<schedules::ScheduleVari
   options.sm_contention = o.sm_contention;
   options.comm_order = !o.comm_overlap;
   options.symmetry = !o.no_symmetry;
+  options.noise = !o.no_noise;
+  if (o.noise_replicates < 1 || o.noise_replicates > 1000)
+    return fail(make_error("--noise-replicates must be in [1, 1000], got " +
+                           std::to_string(o.noise_replicates)));
+  options.noise_replicates = o.noise_replicates;
   if (!sim::all_reduce_algo_from_name(o.nccl_algo, &options.nccl_algo))
     return fail(make_error("--nccl-algo must be auto, ring or tree, got '" + o.nccl_algo + "'"));
   // The device allocator of the trainer (sim/memory/memory_model.h): PyTorch's caching allocator
@@ -354,6 +372,12 @@ int main_command(const std::vector<std::string>& args) {
     ("no-symmetry", po::bool_switch(&o.no_symmetry),
      "simulate every data-parallel replica instead of one per set of identical replicas "
      "(sim/symmetry/symmetry.h)")
+    ("no-noise", po::bool_switch(&o.no_noise),
+     "CPU topologies: do not replay the profile's noise trace (sim/run/noise.h); every core runs "
+     "at the calibrated rates")
+    ("noise-replicates", po::value(&o.noise_replicates),
+     "CPU topologies with a noise trace: iterations simulated at evenly spread trace offsets, "
+     "the median reported [5]")
     ("allocator", po::value(&o.allocator),
      "device allocator of the trainer: caching (PyTorch's, a fragmentation reserve of 15 % of "
      "transient memory) or static (every buffer allocated once, as llm.c) [caching]")

@@ -141,6 +141,8 @@ Expected<std::vector<MethodResult>> run_methods(const schedules::Workload& w,
       continue;
     }
     r.report = out->report;
+    r.fold.noise_iterations = out->noise_iterations;
+    r.fold.noise_replicate = out->noise_replicate;
     results.push_back(std::move(r));
     if (files) pending.push_back({v.label, std::move(*program), std::move(*out)});
   }

@@ -448,6 +448,8 @@ Expected<FoldedOutput> simulate_workload(const schedules::Workload& workload,
   f->fold.replicas_collapsed = f->output.replicas_collapsed;
   f->fold.replica_ranks = f->output.replica_ranks;
   f->fold.symmetry_note = f->output.symmetry_note;
+  f->fold.noise_iterations = f->output.noise_iterations;
+  f->fold.noise_replicate = f->output.noise_replicate;
   return f;
 }
 

@@ -65,6 +65,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "schedules/workload.h"
@@ -85,6 +86,10 @@ struct FoldInfo {
   std::int32_t replicas_collapsed = 1;
   std::int32_t replica_ranks = 0;
   std::string symmetry_note;
+  /// A replayed noise trace (SimOptions::noise): each replicate's iteration time and the one
+  /// reported (SimOutput's fields); empty without one.
+  std::vector<SimTime> noise_iterations;
+  std::int32_t noise_replicate = 0;
 };
 
 /// One method's simulation, folded when possible.

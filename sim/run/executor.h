@@ -61,6 +61,11 @@ struct ExecOptions {
   /// Replica symmetry (sim/symmetry/symmetry.h): simulate replica 0 only, each transfer standing
   /// for its images in every replica. Null: every rank is simulated. Must outlive the run.
   const ReplicaSymmetry* symmetry = nullptr;
+  /// CPU topologies: a calibrated noise trace replayed on the cores (sim/run/noise.h), its
+  /// start at simulated time -noise_offset. Null: every core runs at the calibrated rates. Must
+  /// outlive the run; needs one unit per core of the host (else execute() fails).
+  const profile::NoiseTrace* noise = nullptr;
+  SimTime noise_offset;
 };
 
 /// Per-rank time accounting (definitions in common/report/report.h).

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include "sim/run/big_vector.h"
 #include "sim/run/core_sharing.h"
 #include "sim/run/executor.h"
+#include "sim/run/noise.h"
 
 namespace tawpipe::sim::detail {
 
@@ -373,6 +375,12 @@ class Executor {
   std::vector<int> scratch_cores_;
   std::vector<SimTime> scratch_times_;  ///< charge_wakeups: the later members' posts
   SimTime op_overhead_;  ///< CPU topologies: the profile's per-IR-op cost of the host backend
+  /// CPU topologies with ExecOptions::noise: the trace's replay on the cores.
+  std::optional<NoiseReplay> noise_;
+  /// Wall time of `work` on `core` starting at `at`: `work` itself without a noise trace.
+  SimTime on_core(int core, SimTime at, SimTime work) const {
+    return noise_ ? noise_->elapsed(core, at, work) : work;
+  }
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.

@@ -127,7 +127,7 @@ void Executor::charge_wakeups(std::size_t g) {
       static_cast<double>(busy.picoseconds()) / static_cast<double>(waited.picoseconds());
   const auto work = SimTime::ps(static_cast<std::int64_t>(cost_ps * share));
   if (work <= SimTime()) return;
-  cores_->add_background(core, work, kBackgroundToken);
+  cores_->add_background(core, on_core(core, engine_.now(), work), kBackgroundToken);
 }
 
 bool Executor::rings_doorbell(std::size_t unit) const {
@@ -183,15 +183,17 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
                  prev.kind == ir::OpKind::collective;
     break;
   }
-  cores_->start_sliced(core, work + op_overhead_, thread, g, short_wake);
+  cores_->start_sliced(core, on_core(core, engine_.now(), work + op_overhead_), thread, g,
+                       short_wake);
 }
 
 void Executor::start_p2p_shm(std::size_t send_g) {
   const RtOp& op = rt_[send_g];
   const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
   const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes));
-  cores_->start(std::span<const int>(&core, 1), cost.latency + op_overhead_, cost.work,
-                kP2pToken | send_g);
+  const SimTime delay = cost.latency + op_overhead_;
+  cores_->start(std::span<const int>(&core, 1), delay,
+                on_core(core, engine_.now() + delay, cost.work), kP2pToken | send_g);
 }
 
 void Executor::start_collective_shm(std::uint32_t inst) {
@@ -227,8 +229,16 @@ void Executor::start_collective_shm(std::uint32_t inst) {
       i = j;
     }
   }
-  cores_->start(scratch_cores_, cost.latency + op_overhead_, cost.work * per_core,
-                kCollectiveToken | inst);
+  // With a noise trace the job runs at the pace of its slowest core.
+  const SimTime delay = cost.latency + op_overhead_;
+  SimTime work = cost.work * per_core;
+  if (noise_) {
+    SimTime slowest;
+    for (const int c : scratch_cores_)
+      slowest = std::max(slowest, on_core(c, engine_.now() + delay, work));
+    work = slowest;
+  }
+  cores_->start(scratch_cores_, delay, work, kCollectiveToken | inst);
 }
 
 void Executor::on_core_done(std::uint64_t token) {

@@ -326,6 +326,12 @@ void Executor::build_comm_order() {
 
 Status Executor::prepare() {
   init_contention();
+  if (cores_ && options_.noise != nullptr) {
+    auto replay = NoiseReplay::make(*options_.noise, topology_.host_cpu()->cores_per_host,
+                                    options_.noise_offset);
+    if (!replay.ok()) return replay.error();
+    noise_ = std::move(*replay);
+  }
   TAWPIPE_TRY(build_units());
   if (shm_) unit_last_done_.assign(units_.size(), SimTime());  // charge_wakeups
   build_comm_order();
