@@ -103,15 +103,22 @@ Expected<std::optional<profile::NoiseTrace>> measure_noise(const FwqWork& w, dou
   if (measures) {
     for (int i = 0; i < 3; ++i)
       gemm();  // warm-up: caches, OpenBLAS's buffers
-    int calls = 0;
+    // The median call of ~20 ms of calls (at least 5): a stall in the probe must not halve the
+    // repeat count.
+    std::vector<std::int64_t> calls;
+    calls.reserve(4096);
     const std::int64_t t0 = monotonic_ns();
-    std::int64_t elapsed = 0;
+    std::int64_t t = t0;
     do {
       gemm();
-      ++calls;
-      elapsed = monotonic_ns() - t0;
-    } while (calls < 5 || elapsed < 20'000'000);
-    const double per_call = 1e-9 * static_cast<double>(elapsed) / calls;
+      const std::int64_t now = monotonic_ns();
+      calls.push_back(now - t);
+      t = now;
+    } while (calls.size() < 5 || (t - t0 < 20'000'000 && calls.size() < calls.capacity()));
+    std::nth_element(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(calls.size() / 2),
+                     calls.end());
+    const double per_call =
+        1e-9 * static_cast<double>(std::max<std::int64_t>(1, calls[calls.size() / 2]));
     plan[0] = std::max<std::int64_t>(1, std::llround(kQuantumSeconds / per_call));
     plan[2] =
         std::max<std::int64_t>(1, std::llround(1e9 * per_call * static_cast<double>(plan[0])));
