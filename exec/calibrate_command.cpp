@@ -20,8 +20,8 @@ using cli::kCalibrate;
 
 int calibrate_main(int argc, char** argv) {
   CalibrateOptions o;
-  cli::CalibrateFlags flags{"host", "localhost-cpu",      o.model,          o.seq_len,
-                            "-",    o.seconds_per_figure, o.layers_per_rank};
+  cli::CalibrateFlags flags{"host", "localhost-cpu",      o.model,           o.seq_len,
+                            "-",    o.seconds_per_figure, o.layers_per_rank, o.noise_seconds};
   if (auto status = cli::parse_calibrate_flags(argc, argv, flags)) return *status;
   if (flags.backend == "cuda") {
 #ifdef TAWPIPE_HAVE_CUDA_BACKEND
@@ -48,6 +48,7 @@ int calibrate_main(int argc, char** argv) {
   o.seq_len = flags.seq_len;
   o.seconds_per_figure = *flags.seconds_per_figure;
   o.layers_per_rank = *flags.layers_per_rank;
+  o.noise_seconds = *flags.noise_seconds;
   CalibrateExtras extras;
   auto profile = calibrate_host(o, &extras);
   if (!profile.ok()) return kCalibrate.usage_error(profile.error().to_string());

@@ -1,5 +1,6 @@
 #include "exec/calibrate_flags.h"
 
+#include <cmath>
 #include <iostream>
 
 #include <fmt/core.h>
@@ -37,6 +38,13 @@ std::optional<int> parse_calibrate_flags(int argc, char** argv, CalibrateFlags& 
                    "beyond the cache as in a run; 0: the model's layers / ranks) [{}]",
                    *flags.layers_per_rank).c_str());
   }
+  if (flags.noise_seconds) {
+    visible.add_options()
+      ("noise-seconds", po::value(&*flags.noise_seconds),
+       fmt::format("wall seconds of the noise trace: fixed work quanta (~1 ms) on every core at "
+                   "once, each quantum's duration recorded (0: no noise section) [{}]",
+                   *flags.noise_seconds).c_str());
+  }
   visible.add_options()
     ("output,o", po::value(&flags.output), "write the profile YAML to FILE [-: standard output]");
   // clang-format on
@@ -51,6 +59,11 @@ std::optional<int> parse_calibrate_flags(int argc, char** argv, CalibrateFlags& 
     return kCalibrate.usage_error("--layers-per-rank must be >= 0, got " +
                                   std::to_string(*flags.layers_per_rank) +
                                   " (see tawexec calibrate --help)");
+  }
+  if (flags.noise_seconds && !(std::isfinite(*flags.noise_seconds) && *flags.noise_seconds >= 0)) {
+    return kCalibrate.usage_error(
+        fmt::format("--noise-seconds must be >= 0, got {}", *flags.noise_seconds) +
+        " (see tawexec calibrate --help)");
   }
   if (vm.count("help")) {
     if (world_rank() == 0) {

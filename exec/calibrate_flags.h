@@ -1,6 +1,7 @@
 /// \file
 /// The flags `tawexec calibrate` takes for every backend (--backend, --topology, --model,
-/// --seq-len, --output; --seconds and --layers-per-rank where the backend has them), parsed and
+/// --seq-len, --output; --seconds, --layers-per-rank and --noise-seconds where the backend has
+/// them), parsed and
 /// checked in one place. Each backend parses the command line with its own defaults (the host path
 /// first, then, for `--backend cuda`, the CUDA path again). MPI must be initialised.
 #pragma once
@@ -27,6 +28,9 @@ struct CalibrateFlags {
   /// the GEMMs' operand reuse distance; 0: the model's layers / ranks): taken only when set on
   /// entry.
   std::optional<std::int64_t> layers_per_rank;
+  /// --noise-seconds (host: the wall span of the noise trace, the same on every core; 0: none):
+  /// taken only when set on entry.
+  std::optional<double> noise_seconds;
 };
 
 /// Parses `argv` (argv[0] is "calibrate") into `flags`. Returns nullopt when the command goes

@@ -109,7 +109,7 @@ using cli::kCalibrate;
 int calibrate_main(int argc, char** argv) {
   const int rank = cli::world_rank(), world = cli::world_size();
   cli::CalibrateFlags flags{"cuda", "3x8-a100",   "llama-h4096-l48", 4096,
-                            "-",    std::nullopt, std::nullopt};
+                            "-",    std::nullopt, std::nullopt,      std::nullopt};
   if (auto status = cli::parse_calibrate_flags(argc, argv, flags)) return *status;
   if (auto missing = missing_device()) return kCalibrate.usage_error(*missing);
   auto kind = cli::calibrate_device_kind(flags.topology);

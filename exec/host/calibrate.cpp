@@ -15,6 +15,7 @@
 #include "common/model/presets.h"
 #include "exec/host/calibrate_comm.h"
 #include "exec/host/calibrate_kernels.h"
+#include "exec/host/calibrate_noise.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
 #include "exec/math/adamw.h"
@@ -380,6 +381,18 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
 
+  // The noise trace (calibrate_noise.h: FWQ on every core at once, for the simulator's replay),
+  // by the same measuring ranks, the others waiting without spinning. Its quantum is the forward
+  // T x H x H GEMM, the block's most frequent shape. After the compute figures and the wake-ups
+  // rather than between them: those figures are then measured exactly as before (same order,
+  // same neighbours), so their calibrations stay comparable with the earlier sessions'.
+  std::optional<profile::NoiseTrace> noise;
+  if (o.noise_seconds > 0.0) {
+    auto trace = measure_noise({T, H, H}, o.noise_seconds, measures);
+    if (!trace.ok()) return trace.error();
+    noise = std::move(*trace);
+  }
+
   // Median over the measuring ranks (ranks that did not measure send -1), and the spread of each
   // figure over them: (max - min) / median, the largest one reported.
   secs.resize(kCount, -1.0);
@@ -484,6 +497,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     hp.wakeup_cost_long = SimTime::from_seconds(wake_long.cost);
     p.host = hp;
   }
+  p.noise = std::move(noise);
   if (world >= 2) {
     // Between local ranks MPI moves bytes through shared memory; the CPU topologies' logical
     // NIC is the same path, so both link classes get the same figures.

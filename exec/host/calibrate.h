@@ -14,7 +14,9 @@
 /// softmax_xent get the norm figure), the cost of a near-empty kernel call (launch_overhead) and
 /// of one IR op through the interpreter (op_overhead); with 2 or more ranks, the communication
 /// curves of calibrate_comm.h (scope shared_memory) and the shared-memory link latency and
-/// bandwidth derived from the sendrecv curve.
+/// bandwidth derived from the sendrecv curve. Between the compute figures and the communication
+/// curves, unless --noise-seconds is 0, the noise trace (calibrate_noise.h): a fixed-work-quantum
+/// benchmark on the first rank of every core at once, one unit per core.
 #pragma once
 
 #include <optional>
@@ -34,6 +36,9 @@ struct CalibrateOptions {
   /// The layers whose weights one rank's ops cycle through (0: the model's layers / ranks): a
   /// GEMM's weight-sized operands rotate over that many layers' weights (calibrate.cpp).
   std::int64_t layers_per_rank = 0;
+  /// Wall seconds of the noise trace (calibrate_noise.h), the same span on every core; 0: no
+  /// trace, the profile gets no noise section.
+  double noise_seconds = 4.0;
   /// The topology's `host:` section: ranks are pinned as a run pins them, and the profile
   /// records it.
   std::optional<topo::HostCpu> host;
