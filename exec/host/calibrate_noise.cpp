@@ -151,7 +151,12 @@ Expected<std::optional<profile::NoiseTrace>> measure_noise(const FwqWork& w, dou
       bounds[++quanta] = t;
     } while (t < stop && quanta + 1 < bounds.size());
   }
-  // The waiting ranks sleep until every measuring rank is done.
+  // The other ranks of a core sleep through the span in one sleep, then wait (without spinning)
+  // until every measuring rank is done. Not in the quiet barrier's wait alone: it tests every 2
+  // ms at most (host_wait::kLongWaitMaxSleepNs), and each of those wake-ups would take its cost
+  // from the measuring rank's quanta on that core, a cost the simulator already charges apart
+  // (host.wakeup_cost per wake-up of a waiting rank on a busy core): counted twice in the replay.
+  if (!measures) sleep_until_ns(stop);
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   std::vector<double> mine(quanta);
   for (std::size_t i = 0; i < quanta; ++i)

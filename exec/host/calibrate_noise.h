@@ -42,7 +42,7 @@ struct FwqWork {
 
 /// Runs the FWQ (collective over MPI_COMM_WORLD): rank 0 picks the repeat count that makes a
 /// quantum about 1 ms; the ranks with `measures` set run quanta from one common start for
-/// `seconds` of wall time, the others wait without spinning (as during the compute figures).
+/// `seconds` of wall time, the others sleep through the span, then wait without spinning.
 /// Returns rank 0's trace, one unit per measuring rank in world-rank order (rank r's unit is
 /// core r / ranks_per_core when the first rank of every core measures); nullopt on the other
 /// ranks. Rank 0 must measure. Errors: MPI's, noise_trace's.
