@@ -74,7 +74,7 @@ struct SimOptions {
   /// same offsets for every method, so that their predicted gaps compare like with like. Ranks
   /// on different cores meet different noise: replica symmetry is off while it replays.
   bool noise = true;
-  int noise_replicates = 5;
+  int noise_replicates = 21;
   /// `Report::producer`; empty = "tawsim <version>".
   std::string producer;
   /// Verify the program (common/ir/verifier.h) before simulating it: design.md section 4, "the

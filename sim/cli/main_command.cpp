@@ -77,7 +77,7 @@ struct Options {
   bool no_fold = false;
   bool no_symmetry = false;
   bool no_noise = false;
-  int noise_replicates = 5;
+  int noise_replicates = 21;
   bool comm_overlap = false;
   std::string shard;
   bool print_topology = false;
@@ -377,7 +377,7 @@ int main_command(const std::vector<std::string>& args) {
      "at the calibrated rates")
     ("noise-replicates", po::value(&o.noise_replicates),
      "CPU topologies with a noise trace: iterations simulated at evenly spread trace offsets, "
-     "the median reported [5]")
+     "the median reported [21]")
     ("allocator", po::value(&o.allocator),
      "device allocator of the trainer: caching (PyTorch's, a fragmentation reserve of 15 % of "
      "transient memory) or static (every buffer allocated once, as llm.c) [caching]")
