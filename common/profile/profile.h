@@ -191,7 +191,9 @@ struct HostProfile {
 /// fixed quantum of work back to back, all units at once, and each quantum's duration is
 /// recorded. A quantum longer than `quantum` is time the unit lost (interrupts, other threads,
 /// the hypervisor, a slower core); the units' traces share one start, so what slows all units
-/// at once stays common to them in the replay. The simulator replays it (sim/run/noise.h).
+/// at once stays common to them in the replay. The simulator replays it on CPU topologies
+/// (sim/run/noise.h); `tawexec calibrate --backend host` measures it (exec/host/calibrate_noise.h).
+/// GPU topologies do not replay one yet.
 struct NoiseTrace {
   std::string work;  ///< informational: what one quantum computes
   SimTime quantum;   ///< the reference duration: the median of every unit's quanta
