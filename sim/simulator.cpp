@@ -286,24 +286,26 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
   Expected<ExecutionResult> result = make_error("internal: not run");
   if (noise != nullptr) {
     exec.noise = noise;
-    const int n = std::max(1, options.noise_replicates);
+    const std::int32_t n = std::max(1, options.noise_replicates);
     const SimTime span = NoiseReplay::span(*noise);
-    std::vector<ExecutionResult> runs;
-    for (int k = 0; k < n; ++k) {
-      exec.noise_offset = SimTime::ps(span.picoseconds() / n * k);
+    const auto offset = [&](std::int32_t k) { return SimTime::ps(span.picoseconds() / n * k); };
+    // Iteration times first, one run at a time (a result holds every op's times); then the
+    // median one again (the simulation is deterministic: the same result).
+    for (std::int32_t k = 0; k < n; ++k) {
+      exec.noise_offset = offset(k);
       auto r = execute(*current, topology, exec);
       if (!r.ok()) return r.error();
       noise_iterations.push_back(r->last_end - r->first_start);
-      runs.push_back(std::move(*r));
     }
-    std::vector<std::int32_t> order(runs.size());
+    std::vector<std::int32_t> order(noise_iterations.size());
     for (std::size_t k = 0; k < order.size(); ++k)
       order[k] = static_cast<std::int32_t>(k);
     std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
       return noise_iterations[idx(a)] < noise_iterations[idx(b)];
     });
     noise_pick = order[(order.size() - 1) / 2];
-    result = std::move(runs[idx(noise_pick)]);
+    exec.noise_offset = offset(noise_pick);
+    result = execute(*current, topology, exec);
   } else {
     result = execute(*current, topology, exec);
   }
