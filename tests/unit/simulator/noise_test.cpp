@@ -51,8 +51,8 @@ TEST(NoiseReplay, NeedsAUnitPerCore) {
 }
 
 // localhost-cpu (one rank per core): `rounds` rounds of a 1 GFLOP GEMM (~100 ms at the
-// topology's CPU rate) on both ranks, each followed by a 4-byte all-reduce, which both must post: the
-// ranks synchronise every round.
+// topology's CPU rate) on both ranks, each followed by a 4-byte all-reduce, which both must post:
+// the ranks synchronise every round.
 ir::Program lock_step(const topo::Topology& t, int rounds) {
   ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
   const ir::CommId pair = b.communicator("pair", {0, 1});
