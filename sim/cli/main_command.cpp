@@ -77,7 +77,7 @@ struct Options {
   bool no_fold = false;
   bool no_symmetry = false;
   bool no_noise = false;
-  int noise_replicates = 21;
+  int noise_replicates = sim::SimOptions{}.noise_replicates;
   bool comm_overlap = false;
   std::string shard;
   bool print_topology = false;

@@ -122,7 +122,7 @@ void write_symmetry_note(std::ostream& out, const std::vector<MethodResult>& res
   out << "\n";
 }
 
-// "noise (the profile's FWQ trace replayed, 5 replicates; --no-noise): iteration s min /
+// "noise (the profile's FWQ trace replayed on the cores, 21 replicates ...): iteration s min /
 // reported / max: fsdp 3.912 / 3.980 / 4.051, ...".
 void write_noise_note(std::ostream& out, const std::vector<MethodResult>& results) {
   std::vector<std::string> parts;
