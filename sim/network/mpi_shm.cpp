@@ -193,4 +193,12 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
           seconds_up(want.count * want.chunk_bytes / beta_)};
 }
 
+std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks) const {
+  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks);
+  const ShmCost message = p2p(bytes);
+  if (!whole.per_member || !message.per_member || ranks < 2) return std::nullopt;
+  const SimTime copies = message.work * (ranks - 1);
+  return whole.work > copies ? whole.work - copies : SimTime();
+}
+
 }  // namespace tawpipe::sim

@@ -22,7 +22,12 @@
 /// charged to the receiver, which does the copy.
 ///
 /// so only the time a transfer really keeps a core busy slows the compute beside it, and only
-/// that part stretches when the core is shared. Curves without CPU times (older profiles) count
+/// that part stretches when the core is shared. Where MPI moves a rooted collective's data between
+/// the root and each member as soon as both have posted (libnbc's linear broadcast on <= 4 ranks,
+/// the host backend's direct reduce), the executor runs each member's copy as its own job
+/// (sim/run/host_cpu.cpp): a broadcast member's latency and work as above, from its post or the
+/// root's; a reduce's message as p2p(b) on the root's core, then the root's sums,
+/// reduce_sum_work. Curves without CPU times (older profiles) count
 /// everything past the smallest size's time as work: latency = T(smallest), work = T(b) - that.
 ///
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
@@ -37,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/ir/program.h"
@@ -89,6 +95,13 @@ class MpiShmModel {
   /// One collective; `work` is one member's, due on each copying member's core (a core with m
   /// copying members owes m x work).
   ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks) const;
+  /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
+  /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
+  /// the root's core as each member posts), then sums them. Returns the root's core work past
+  /// those copies: the reduce curve's CPU time less `ranks` - 1 messages' CPU time, at least 0
+  /// (the sums, and the root's share of the waits). Empty when the reduce or the message curve
+  /// has no CPU times (then only the whole call's cost is known).
+  std::optional<SimTime> reduce_sum_work(double bytes, int ranks) const;
   /// True when `op` has a measured curve (for reports).
   bool measured(ShmOp op) const;
 

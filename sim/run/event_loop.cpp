@@ -68,7 +68,12 @@ void Executor::start_op(std::size_t g) {
       ++clock_[idx(r)].comm_running;
       const auto inst = static_cast<std::uint32_t>(op.link);
       Instance& in = instances_[inst];
-      if (++in.arrived == in.members) start_collective(inst);
+      const bool last = ++in.arrived == in.members;
+      if (shm_) {  // CPU topologies: some collectives copy as their members post
+        if (in.member_start == kStartUndecided) in.member_start = member_start_mode(inst, g);
+        if (in.member_start != kStartWhole) post_member_shm(inst, g);
+      }
+      if (last) start_collective(inst);
       break;
     }
   }

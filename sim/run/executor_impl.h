@@ -59,8 +59,16 @@ struct Instance {
   std::int32_t outstanding = 0;
   std::int32_t root_member = -1;
   std::int32_t members = 0;
-  CommLoad load;  ///< per member GPU while the collective runs (contention model)
+  /// CPU topologies: how the members' copies start (sim/run/host_cpu.cpp member_start_mode).
+  std::uint8_t member_start = 0;
+  std::int32_t copies_done = 0;  ///< member copies ended (per-member starts)
+  CommLoad load;                 ///< per member GPU while the collective runs (contention model)
 };
+
+/// Instance::member_start: not decided yet; the whole instance at its last member's post; the
+/// root sends to each other member as it posts (libnbc's linear broadcast); each member sends to
+/// the root as it posts, which sums at the end (the host backend's direct reduce).
+enum : std::uint8_t { kStartUndecided = 0, kStartWhole, kStartBroadcastLinear, kStartReduceDirect };
 
 /// The executor's compact copy of one op: everything the event loop needs, so that it never walks
 /// the Program's pools (cache- and TLB-friendly at a million ops).
@@ -219,6 +227,14 @@ class Executor {
   void start_compute_on_core(std::size_t g, SimTime work);
   void start_p2p_shm(std::size_t send_g);
   void start_collective_shm(std::uint32_t inst);
+  /// How instance `inst`'s copies start (Instance::member_start), decided at its first post.
+  std::uint8_t member_start_mode(std::uint32_t inst, std::size_t g) const;
+  /// A member of a per-member instance posted (op `g`): starts the copies it enables.
+  void post_member_shm(std::uint32_t inst, std::size_t g);
+  /// Starts the copy of member position `pos` of a per-member instance.
+  void start_member_copy(std::uint32_t inst, std::size_t pos);
+  /// The job of member position `pos` (a copy, or the reduce root's sums) ended.
+  void member_job_done(std::uint32_t inst, std::size_t pos);
   void on_core_done(std::uint64_t token);
   // Contention of communication kernels with compute on GPUs (contention.cpp).
   void init_contention();

@@ -3,12 +3,15 @@
 // receives and collectives take MPI's shared-memory transport time (sim/network/mpi_shm.h), whose
 // copy work shares the cores of the ranks that copy the bytes (the receiver's for a message; for a
 // collective the members that receive: a reduce's root, a broadcast's non-roots, every member of
-// the others). Only the measured CPU time of a transfer is core work; the rest of its time is
-// core-free latency. A waiting communication thread wakes up to test MPI (common/host_wait.h: on
-// timers, or once when its peer rings its doorbell for point-to-point waits, exec/host/doorbell.h)
-// and every wake-up costs its core's compute thread progress: when a transfer ends, the wake-ups of
-// each rank's wait are charged to that rank's core as work (profile host.wakeup_cost, measured by
-// calibration).
+// the others). A broadcast on at most 4 ranks (libnbc's linear one) and a reduce alone in its unit
+// (the host backend's direct one) move data between the root and each other member as soon as
+// both have posted, as MPI does, not when the last member posts: each such copy is a job of its
+// own (member_start_mode). Only the measured CPU time of a transfer is core work; the rest of its
+// time is core-free latency. A waiting communication thread wakes up to test MPI
+// (common/host_wait.h: on timers, or once when its peer rings its doorbell for point-to-point
+// waits, exec/host/doorbell.h) and every wake-up costs its core's compute thread progress: when a
+// transfer ends, the wake-ups of each rank's wait are charged to that rank's core as work (profile
+// host.wakeup_cost, measured by calibration).
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +24,13 @@ namespace {
 constexpr std::uint64_t kP2pToken = 1ull << 62;
 /// Core work that completes nothing (wake-ups of a wait that is over).
 constexpr std::uint64_t kBackgroundToken = 3ull << 62;
+/// One member's job of a per-member collective: kMemberToken | position << 32 | instance.
+constexpr std::uint64_t kMemberToken = kCollectiveToken | (1ull << 61);
+/// libnbc broadcasts linearly on communicators of at most this many ranks (Open MPI 4.1,
+/// ompi/mca/coll/libnbc/nbc_ibcast.c, ompi_coll_libnbc_ibcast's algorithm selection: p <= 4):
+/// the root posts one send to every other member, every other member one receive from the root,
+/// all in one round. Larger communicators pipeline a chain of segments.
+constexpr int kLibnbcLinearBroadcastRanks = 4;
 
 }  // namespace
 
@@ -196,8 +206,111 @@ void Executor::start_p2p_shm(std::size_t send_g) {
                 on_core(core, engine_.now() + delay, cost.work), kP2pToken | send_g);
 }
 
+std::uint8_t Executor::member_start_mode(std::uint32_t inst, std::size_t g) const {
+  const Instance& in = instances_[inst];
+  const auto n = static_cast<int>(program_.communicators[idx(in.comm)].members.size());
+  if (n < 2 || in.members != n) return kStartWhole;
+  const double bytes = static_cast<double>(rt_[g].bytes);
+  switch (op_at(g).collective) {
+    case ir::CollectiveKind::broadcast:
+      // The host backend posts every broadcast to libnbc (exec/host/mpi_ops.h
+      // nonblocking_alone; a group's collectives too): linear on few ranks, so a member's receive
+      // matches the root's send as soon as both are posted. Per member only with the curve's CPU
+      // time (one member's copy); without it, the curve describes the whole call.
+      if (n <= kLibnbcLinearBroadcastRanks &&
+          shm_->collective(ir::CollectiveKind::broadcast, bytes, n).per_member)
+        return kStartBroadcastLinear;
+      return kStartWhole;
+    case ir::CollectiveKind::reduce: {
+      // Alone in its unit the host backend runs a reduce directly (exec/host/mpi_ops.h
+      // run_direct): each member sends its buffer to the root, which copies it once both are
+      // posted and sums when every message is in. In a group it is libnbc's (a chain).
+      const auto u = idx(rt_[g].unit);
+      const bool alone = units_[u + 1].first_op - units_[u].first_op == 1;
+      return alone && shm_->reduce_sum_work(bytes, n) ? kStartReduceDirect : kStartWhole;
+    }
+    default:
+      return kStartWhole;
+  }
+}
+
+void Executor::post_member_shm(std::uint32_t inst, std::size_t g) {
+  const Instance& in = instances_[inst];
+  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+  const auto root = idx(in.root_member);
+  auto posted = [&](std::size_t q) {
+    const std::int32_t h = inst_ops_[in.ops_offset + q];
+    return h >= 0 && rt_[idx(h)].state >= 1;
+  };
+  std::size_t pos = 0;
+  while (pos < n && inst_ops_[in.ops_offset + pos] != static_cast<std::int32_t>(g))
+    ++pos;
+  // Data moves between the root and one other member once both have posted: the root's post
+  // starts the copies of the members already waiting, another member's post its own copy.
+  if (pos == root) {
+    for (std::size_t q = 0; q < n; ++q) {
+      if (q != root && posted(q)) start_member_copy(inst, q);
+    }
+  } else if (pos < n && posted(root)) {
+    start_member_copy(inst, pos);
+  }
+}
+
+void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
+  const Instance& in = instances_[inst];
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  const double bytes = static_cast<double>(rt_[idx(inst_ops_[in.ops_offset + pos])].bytes);
+  ShmCost cost;
+  int core = 0;
+  if (in.member_start == kStartBroadcastLinear) {
+    // The member receives the root's buffer and copies it on its own core (CMA), at one
+    // member's cost in the broadcast curve: calibration's members posted at once and took turns
+    // on shared cores, which the cores' sharing here reproduces (sim/network/mpi_shm.h).
+    cost = shm_->collective(ir::CollectiveKind::broadcast, bytes, static_cast<int>(members.size()));
+    core = core_of_rank(members[pos]);
+  } else {
+    // The root receives this member's buffer: one message, copied on the root's core.
+    cost = shm_->p2p(bytes);
+    core = core_of_rank(members[idx(in.root_member)]);
+  }
+  const SimTime delay = cost.latency + op_overhead_;
+  cores_->start(std::span<const int>(&core, 1), delay,
+                on_core(core, engine_.now() + delay, cost.work),
+                kMemberToken | static_cast<std::uint64_t>(pos) << 32 | inst);
+}
+
+void Executor::member_job_done(std::uint32_t inst, std::size_t pos) {
+  Instance& in = instances_[inst];
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  const std::size_t n = members.size();
+  const auto root = idx(in.root_member);
+  const auto root_g = idx(inst_ops_[in.ops_offset + root]);
+  if (pos != root) {  // a member's copy: its receive (broadcast) or send (reduce) is complete
+    const auto g = idx(inst_ops_[in.ops_offset + pos]);
+    charge_wakeups(g);
+    complete_op(g);
+    if (++in.copies_done < static_cast<std::int32_t>(n - 1)) return;
+    if (in.member_start == kStartReduceDirect) {
+      // Every message is in: the root sums them on its core.
+      const SimTime sum =
+          shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes), static_cast<int>(n))
+              .value_or(SimTime());
+      if (sum > SimTime()) {
+        const int core = core_of_rank(members[root]);
+        cores_->start(std::span<const int>(&core, 1), SimTime(), on_core(core, engine_.now(), sum),
+                      kMemberToken | static_cast<std::uint64_t>(root) << 32 | inst);
+        return;
+      }
+    }
+  }
+  // The root's sends (broadcast) or sums (reduce) are done.
+  charge_wakeups(root_g);
+  complete_op(root_g);
+}
+
 void Executor::start_collective_shm(std::uint32_t inst) {
   const Instance& in = instances_[inst];
+  if (in.member_start != kStartWhole) return;  // its members' copies started as they posted
   const std::size_t first = idx(inst_ops_[in.ops_offset]);
   const auto& members = program_.communicators[idx(in.comm)].members;
   // The cores that copy: MPI's shared-memory transport copies on the receiving side (CMA), so a
@@ -243,7 +356,10 @@ void Executor::start_collective_shm(std::uint32_t inst) {
 
 void Executor::on_core_done(std::uint64_t token) {
   if (token == kBackgroundToken) return;
-  if ((token & kCollectiveToken) != 0) {
+  if ((token & kMemberToken) == kMemberToken) {
+    member_job_done(static_cast<std::uint32_t>(token & 0xffffffffull),
+                    static_cast<std::size_t>((token & ~kMemberToken) >> 32));
+  } else if ((token & kCollectiveToken) != 0) {
     const auto inst = static_cast<std::uint32_t>(token & ~kCollectiveToken);
     const Instance& in = instances_[inst];
     const std::size_t n = program_.communicators[idx(in.comm)].members.size();

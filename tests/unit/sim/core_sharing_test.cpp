@@ -163,6 +163,37 @@ TEST(MpiShm, CpuTimesAreTheWorkAndTheRestIsLatency) {
   EXPECT_EQ(MpiShmModel({odd}, SimTime(), 1e9, 2).p2p(1048576.0).latency, SimTime());
 }
 
+TEST(MpiShm, DirectReduceSumsAreTheRootsCpuPastItsCopies) {
+  // A message of 1 MiB costs 0.3 ms of CPU; a reduce of 1 MiB on 4 ranks costs its root 1.5 ms:
+  // 3 messages' copies (0.9 ms), so 0.6 ms of sums.
+  ShmCurve p;
+  p.op = ShmOp::sendrecv;
+  p.points = {{8.0, ms(0.01)}, {1048576.0, ms(0.5)}};
+  p.cpu = {{8.0, ms(0.004)}, {1048576.0, ms(0.3)}};
+  ShmCurve red;
+  red.op = ShmOp::reduce;
+  red.ranks = 4;
+  red.points = {{8.0, ms(0.05)}, {1048576.0, ms(1.6)}};
+  red.cpu = {{8.0, ms(0.02)}, {1048576.0, ms(1.5)}};
+  const MpiShmModel m({p, red}, SimTime(), 1e9, 2);
+  ASSERT_TRUE(m.reduce_sum_work(1048576.0, 4).has_value());
+  EXPECT_EQ(*m.reduce_sum_work(1048576.0, 4), ms(0.6));
+  EXPECT_EQ(*m.reduce_sum_work(8.0, 4), ms(0.008));  // 0.02 - 3 x 0.004 ms
+  // Copies costing more than the whole call (3 x 0.3 ms > 0.2 ms): the sums cost nothing,
+  // never less.
+  ShmCurve tiny = red;
+  tiny.cpu = {{8.0, ms(0.001)}, {1048576.0, ms(0.2)}};
+  EXPECT_EQ(*MpiShmModel({p, tiny}, SimTime(), 1e9, 2).reduce_sum_work(1048576.0, 4), SimTime());
+  // Without CPU times in either curve only the whole call is known.
+  ShmCurve red_no_cpu = red;
+  red_no_cpu.cpu.clear();
+  EXPECT_FALSE(MpiShmModel({p, red_no_cpu}, SimTime(), 1e9, 2).reduce_sum_work(1048576.0, 4));
+  ShmCurve p_no_cpu = p;
+  p_no_cpu.cpu.clear();
+  EXPECT_FALSE(MpiShmModel({p_no_cpu, red}, SimTime(), 1e9, 2).reduce_sum_work(1048576.0, 4));
+  EXPECT_FALSE(m.reduce_sum_work(1048576.0, 1));
+}
+
 // Time slices (start_sliced, slice 20 ms): compute threads share a core by EEVDF.
 struct SlicedHarness {
   Engine engine;

@@ -587,5 +587,120 @@ TEST(Executor, HostDirectCollectiveWakesAtEveryLaterPost) {
               static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
 }
 
+// A host profile of `cores` cores with `per_core` ranks each and one-point shared-memory curves
+// (every size costs the point's figures): a message of 0.5 ms (0.4 ms of it CPU), a broadcast
+// and a reduce on 4 ranks of 3 ms (1 ms and 2 ms of one member's CPU). Without `cpu` the curves
+// carry no CPU times.
+profile::Profile host_curves(int cores, int per_core, bool cpu) {
+  profile::Profile prof;
+  prof.host = profile::HostProfile{};
+  prof.host->cores_per_host = cores;
+  prof.host->ranks_per_core = per_core;
+  auto curve = [&](profile::CommOp op, int ranks, double time_ms, double cpu_ms) {
+    profile::CommMeasurement m;
+    m.op = op;
+    m.scope = profile::CommScope::shared_memory;
+    m.ranks = ranks;
+    profile::CommPoint pt;
+    pt.size = Bytes::mib(1);
+    pt.time = SimTime::ps(testing::ceil_ps(time_ms * 1e-3));
+    if (cpu) pt.cpu = SimTime::ps(testing::ceil_ps(cpu_ms * 1e-3));
+    m.points.push_back(pt);
+    prof.communication.push_back(m);
+  };
+  curve(profile::CommOp::sendrecv, 2, 0.5, 0.4);
+  curve(profile::CommOp::broadcast, 4, 3.0, 1.0);
+  curve(profile::CommOp::reduce, 4, 3.0, 2.0);
+  return prof;
+}
+
+// MPI moves a rooted collective's data between the root and each other member once both have
+// posted, not when the last member posts (sim/run/host_cpu.cpp member_start_mode): libnbc's
+// linear broadcast on at most 4 ranks, and the host backend's direct reduce. On `t`, every rank
+// posts a 1 MiB collective rooted at rank 0 on stream 0 at once, except the last rank, which first
+// computes a GEMM of 0.24 GFLOP (~20 ms). Returns each rank's collective op record.
+std::vector<report::OpRecord> rooted_with_a_late_member(const topo::Topology& t, int ranks,
+                                                        ir::CollectiveKind kind,
+                                                        const profile::Profile& prof) {
+  ir::ProgramBuilder b(testing::header_for(t, ranks, "fp32"), ranks);
+  std::vector<ir::Rank> all(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    all[static_cast<std::size_t>(r)] = r;
+  const ir::CommId world = b.communicator("world", all);
+  b.compute(ranks - 1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(0.24e9)), {},
+            {});
+  for (ir::Rank r = 0; r < ranks; ++r) {
+    const ir::BufferId buf = b.buffer(r, "buf", Bytes::mib(1), ir::BufferRole::gradient, true);
+    b.collective(r, 0, kind, world, 0, Bytes::mib(1), buf, buf);
+  }
+  const ir::Program p = std::move(b).finish();
+  SimOptions o;
+  o.record_ops = true;
+  o.profile = prof;
+  auto r = simulate(p, t, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+  std::vector<report::OpRecord> out;
+  if (!r.ok()) return out;
+  for (ir::Rank rank = 0; rank < ranks; ++rank)
+    out.push_back(first_op(p, *r, rank, ir::OpKind::collective));
+  return out;
+}
+
+// 2x2-cpu (ranks 0, 1 on core 0; 2, 3 on core 1), broadcast from rank 0, rank 3 late. The curve
+// was measured with 2 members per core: latency 3 - 2 x 1 = 1 ms, then 1 ms of copy on the
+// receiver's core. Rank 1 receives alone on core 0 as soon as it and the root posted: done at
+// 2 ms; rank 2 before rank 3 posts; rank 3 takes 1 + 1 ms after its post, and the root ends with
+// it. Without CPU times in the curve the whole call starts at the last post, as before.
+TEST(Executor, HostLinearBroadcastCopiesAsMembersPost) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  const auto ops =
+      rooted_with_a_late_member(t, 4, ir::CollectiveKind::broadcast, host_curves(2, 2, true));
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[1].start, SimTime());
+  EXPECT_EQ(ops[1].end, SimTime::ms(2));
+  EXPECT_LT(ops[2].end, ops[3].start);
+  EXPECT_GT(ops[3].start, SimTime::ms(15));
+  EXPECT_EQ(ops[3].end - ops[3].start, SimTime::ms(2));
+  EXPECT_EQ(ops[0].end, ops[3].end);
+  const auto whole =
+      rooted_with_a_late_member(t, 4, ir::CollectiveKind::broadcast, host_curves(2, 2, false));
+  ASSERT_EQ(whole.size(), 4u);
+  for (const report::OpRecord& rec : whole) {
+    EXPECT_EQ(rec.end, whole[0].end);
+    EXPECT_GT(rec.end, whole[3].start);
+  }
+}
+
+// The same with a reduce to rank 0, alone in its unit (the host backend's direct reduce): the
+// root copies each member's message on its own core (0.1 ms latency, 0.4 ms of copy) as the
+// member posts, and sums when all are in (the reduce curve's 2 ms of root CPU less 3 messages'
+// 1.2 ms: 0.8 ms). Ranks 1 and 2 post at once: their two copies share core 0, both done at
+// 0.1 + 2 x 0.4 = 0.9 ms, and their sends complete then. Rank 3's copy takes 0.5 ms after its
+// post, the root's sums 0.8 ms more.
+TEST(Executor, HostDirectReduceCopiesAsMembersPostThenSums) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  const auto ops =
+      rooted_with_a_late_member(t, 4, ir::CollectiveKind::reduce, host_curves(2, 2, true));
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[1].end, SimTime::us(900));
+  EXPECT_EQ(ops[2].end, SimTime::us(900));
+  EXPECT_GT(ops[3].start, SimTime::ms(15));
+  EXPECT_EQ(ops[3].end - ops[3].start, SimTime::us(500));
+  EXPECT_EQ(ops[0].end - ops[3].end, SimTime::us(800));
+}
+
+// libnbc pipelines a chain on more than 4 ranks: a broadcast on 3x2-cpu's 6 ranks starts as a
+// whole at its last member's post, all members ending together.
+TEST(Executor, HostBroadcastOnMoreThanFourRanksStartsWhole) {
+  const topo::Topology t = testing::shipped("3x2-cpu");
+  const auto ops =
+      rooted_with_a_late_member(t, 6, ir::CollectiveKind::broadcast, host_curves(2, 3, true));
+  ASSERT_EQ(ops.size(), 6u);
+  for (const report::OpRecord& rec : ops) {
+    EXPECT_EQ(rec.end, ops[0].end);
+    EXPECT_GT(rec.end, ops[5].start);
+  }
+}
+
 }  // namespace
 }  // namespace tawpipe::sim
