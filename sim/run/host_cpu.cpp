@@ -291,7 +291,11 @@ void Executor::member_job_done(std::uint32_t inst, std::size_t pos) {
     complete_op(g);
     if (++in.copies_done < static_cast<std::int32_t>(n - 1)) return;
     if (in.member_start == kStartReduceDirect) {
-      // Every message is in: the root sums them on its core.
+      // Every message is in: the root's stream thread sums them on its core. It does so after
+      // its wait, no longer under SCHED_FIFO but in the communication slice (100 us), so it
+      // preempts a compute thread there when it starts (EEVDF's short-slice preemption) and
+      // then shares the core by EEVDF; modelled as a copy (it keeps the core until done): the
+      // cores' model has one slice for every thread (sim/run/core_sharing.h).
       const SimTime sum =
           shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes), static_cast<int>(n))
               .value_or(SimTime());
