@@ -57,7 +57,8 @@ FIELDS = {"launch_overhead": (TIME, "ps"), "op_overhead": (TIME, "ps"),
           "memory_bandwidth": (BANDWIDTH, "B/s"), "rate": (RATE, "FLOP/s"),
           "bandwidth": (BANDWIDTH, "B/s"), "latency": (TIME, "ps"), "time": (TIME, "ps"),
           "cpu": (TIME, "ps"), "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
-          "wakeup_cost_long": (TIME, "ps"), "spread": (None, "")}
+          "wakeup_cost_long": (TIME, "ps"), "zero_bandwidth": (BANDWIDTH, "B/s"),
+          "spread": (None, "")}
 
 
 class ProfileError(Exception):
@@ -127,7 +128,7 @@ def slots(doc, path="profile"):
                 add(("communication", c["op"], c["scope"], int(c["ranks"]), size, field), p,
                     field, where)
     host = doc.get("host") or {}
-    for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long"):
+    for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long", "zero_bandwidth"):
         add(("host", field), host, field, f"{path}: host")
     return out
 

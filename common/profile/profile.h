@@ -35,6 +35,7 @@
 ///       wakeup_cost: 50us               # compute progress a sleeping thread's wake-up costs
 ///       wakeup_latency: 100us           # how late a sleep beside compute ends
 ///       wakeup_cost_long: 40us          # wakeup_cost with a long wait's 2 ms sleeps
+///       zero_bandwidth: 12GB/s          # the backend's zeroing of a fresh buffer (fill with 0)
 ///     noise:                            # fixed-work-quantum trace: every unit at once
 ///       work: "sgemm 128x256x256 x8"    # free text: the quantum's work
 ///       quantum: 1.02ms                 # reference: median duration of all units' quanta
@@ -181,6 +182,10 @@ struct HostProfile {
   /// kLongWaitMaxSleepNs) instead of the short waits' kMaxSleepNs; the simulator interpolates
   /// between the two by a wake-up's sleep length.
   std::optional<SimTime> wakeup_cost_long;
+  /// Bytes per second at which the host backend zeroes a buffer when an alloc op hands it out
+  /// and its first use reads it (exec/host/host_backend.cpp, common/ir/zeroing.h): a fill with
+  /// 0 of a cold block-sized buffer, measured by `tawexec calibrate` on the interpreter's core.
+  std::optional<Bandwidth> zero_bandwidth;
   friend bool operator==(const HostProfile&, const HostProfile&) = default;
 };
 

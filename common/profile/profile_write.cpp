@@ -157,6 +157,10 @@ std::string write_profile_yaml(const Profile& profile) {
       out << "\n  wakeup_cost_long: " << to_string(*profile.host->wakeup_cost_long);
       any = true;
     }
+    if (profile.host->zero_bandwidth) {
+      out << "\n  zero_bandwidth: " << to_string(*profile.host->zero_bandwidth);
+      any = true;
+    }
     out << (any ? "\n" : " {}\n");
   }
   if (profile.noise) {

@@ -213,6 +213,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   const int per_core = o.host ? std::max(o.host->ranks_per_core, 1) : world;
   const bool measures = rank % per_core == 0;
   profile::DeviceProfile dev;
+  std::optional<Bandwidth> zero_bandwidth;  ///< the profile's host.zero_bandwidth
   dev.dtype = "fp32";
   WakeFigures wake, wake_long;
   // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
@@ -298,7 +299,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
           : f.kernel == K::swiglu                                                      ? 3 * n
           : f.kernel == K::rmsnorm || f.kernel == K::accumulate || f.kernel == K::copy ? 2 * n
                                                                                        : n;
-      const std::size_t sets = rotation_sets(4.0 * static_cast<double>(set), f.cold);
+      const std::size_t sets = rotation_sets(4.0 * static_cast<double>(set), f.cold,
+                                             f.kernel == K::zero ? kZeroPoolBytes : kColdPoolBytes);
       pools[i].assign(sets * set, 0.5f);
       const std::size_t slot = kMemory0 + i;
       auto operands = [&, i, set, sets, slot] {
@@ -356,6 +358,9 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
           call = [&, operands] {
             math::embedding_backward(d, tokens.inputs.data(), operands(), table.data());
           };
+          break;
+        case K::zero:  // as host_backend.cpp zeroes a buffer an alloc hands out
+          call = [operands, n] { std::fill_n(operands(), n, 0.0f); };
           break;
       }
       figures.push_back({std::move(call), budget / 2});
@@ -453,6 +458,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     for (std::size_t i = 0; i < memory.size(); ++i) {
       if (memory[i].kernel == MemoryFigure::Kernel::copy && memory[i].cold)
         dev.memory_bandwidth = Bandwidth::bytes_per_second(memory[i].model_bytes / memory_secs[i]);
+      if (memory[i].kernel == MemoryFigure::Kernel::zero && memory_secs[i] > 0.0)
+        zero_bandwidth = Bandwidth::bytes_per_second(memory[i].model_bytes / memory_secs[i]);
     }
     dev.launch_overhead = SimTime::from_seconds(secs[kTiny]);
   }
@@ -495,6 +502,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     hp.wakeup_cost = SimTime::from_seconds(wake.cost);
     hp.wakeup_latency = SimTime::from_seconds(wake.latency);
     hp.wakeup_cost_long = SimTime::from_seconds(wake_long.cost);
+    hp.zero_bandwidth = zero_bandwidth;
     p.host = hp;
   }
   p.noise = std::move(noise);

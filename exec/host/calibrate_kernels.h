@@ -54,6 +54,15 @@ namespace tawpipe::exec::host {
 /// in one set).
 inline constexpr double kColdPoolBytes = 64.0 * 1024 * 1024;
 
+/// Bytes the zero fill's buffers rotate over (per measuring rank): 1 GiB. A fill only writes, and
+/// on this VM a written buffer stays cached far beyond 64 MiB: a fill of a 12.9 MB buffer rotated
+/// over 64 MiB ran at 52 GB/s, over 128 MiB at 36, over 512 MiB at 23, and from 768 MiB to 2 GiB
+/// at 16-21 GB/s, the plateau of a buffer in no cache (session 16, /tmp/s16/mb/z.cpp, back-to-back
+/// fills; with 64 MB read between two fills of a 64 MiB pool: 15 GB/s). The backend zeroes a
+/// pooled buffer last touched a step phase earlier, with the rank's working set (~120 MB, plus
+/// the other ranks' on the shared caches) streamed since: past the caches, so the plateau.
+inline constexpr double kZeroPoolBytes = 1024.0 * 1024 * 1024;
+
 /// One memory-bound figure: what the run does, how big, and hot or cold.
 struct MemoryFigure {
   enum class Kernel : std::uint8_t {
@@ -65,6 +74,10 @@ struct MemoryFigure {
     copy,           ///< memcpy of `elements` floats
     embedding_fwd,  ///< gather of T rows of the embedding table
     embedding_bwd,  ///< scatter-add of T rows into the embedding gradient
+    /// fill with 0 of `elements` floats: the backend's zeroing of a buffer an alloc hands out
+    /// (common/ir/zeroing.h). No kernel class point (memory_points skips it): it is the
+    /// profile's host.zero_bandwidth, `model_bytes` the bytes written.
+    zero,
   };
   Kernel kernel = Kernel::copy;
   model::KernelClass cls = model::KernelClass::copy;
@@ -78,8 +91,9 @@ struct MemoryFigure {
 /// through `layers` layers and `world` ranks split a layer into pieces (FSDP): hot norm,
 /// activation, residual and copy at activation size; cold accumulate, optimizer at a piece
 /// (per_layer / world) and at a block (layers x per_layer); a cold copy of a block; embedding
-/// forward and backward. Figures whose byte count repeats an earlier one of the same class are
-/// left out (the simulator needs distinct sizes per class).
+/// forward and backward; a cold zero fill of a block (host.zero_bandwidth). Figures whose byte
+/// count repeats an earlier one of the same class are left out (the simulator needs distinct sizes
+/// per class).
 std::vector<MemoryFigure> memory_figures(const model::ModelConfig& model, const math::Dims& dims,
                                          std::int64_t layers, int world);
 

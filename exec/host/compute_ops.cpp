@@ -1,5 +1,7 @@
 #include "exec/host/compute_ops.h"
 
+#include "common/ir/zeroing.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -54,21 +56,8 @@ Operands classify(const ir::RankProgram& rp, const ir::Op& op) {
 
 std::size_t compute_overwrites(const ir::RankProgram& rp, const ir::Op& op, ir::BufferId b,
                                const math::Dims& d) {
-  if (op.kind != ir::OpKind::compute) return 0;
-  for (ir::BufferId r : ir::reads(rp, op))
-    if (r == b) return 0;
-  const Operands o = classify(rp, op);
-  switch (op.compute) {
-    case ir::ComputeKind::embedding_forward:
-    case ir::ComputeKind::forward:
-      return o.act_out == b ? d.tokens() * d.hidden : 0;
-    case ir::ComputeKind::backward:
-    case ir::ComputeKind::backward_input:
-    case ir::ComputeKind::head:
-      return o.agrad_out == b ? d.tokens() * d.hidden : 0;
-    default:
-      return 0;
-  }
+  // The kernels write their activation (-gradient) output whole: tokens x H scalars.
+  return b != ir::kNone && ir::whole_output(rp, op) == b ? d.tokens() * d.hidden : 0;
 }
 
 Expected<double> run_compute(const ir::Program& program, ir::Rank rank, ir::OpIndex index,

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/ir/zeroing.h"
 #include "exec/host/compute_ops.h"
 #include "exec/host/doorbell.h"
 #include "exec/host/mpi_ops.h"
@@ -217,80 +218,12 @@ std::string at_op(ir::Rank rank, ir::OpIndex index, const Error& e) {
 }  // namespace
 
 void HostBackend::Impl::plan_zeroing(const ir::RankProgram& rp) {
-  // Bytes at the start of buffer b that op overwrites without reading them first.
-  auto overwritten = [&](const ir::Op& op, ir::BufferId b) -> std::uint64_t {
-    const auto& reads = ir::reads(rp, op);
-    if (std::find(reads.begin(), reads.end(), b) != reads.end()) return 0;
-    if (op.kind == ir::OpKind::compute) return 4 * compute_overwrites(rp, op, b, ctx.dims);
-    const auto& writes = ir::writes(rp, op);
-    if (writes.empty() || writes[0] != b) return 0;
-    const std::uint64_t floats = op.bytes / 4;
-    switch (op.kind) {
-      case ir::OpKind::recv:
-        return op.bytes;
-      case ir::OpKind::copy:  // run_batch copies min(source, destination, bytes) scalars
-        return std::min(
-            op.bytes, 4 * ((rp.buffers[static_cast<std::size_t>(reads[0])].size.count() + 3) / 4));
-      case ir::OpKind::collective: {
-        const auto m = static_cast<std::uint64_t>(
-            program->communicators[static_cast<std::size_t>(op.comm)].members.size());
-        switch (op.collective) {  // what mpi_ops.cpp writes into the receive buffer
-          case ir::CollectiveKind::broadcast:
-          case ir::CollectiveKind::all_reduce:
-            return 4 * floats;
-          case ir::CollectiveKind::all_gather:
-            return 4 * (floats / m * m);
-          case ir::CollectiveKind::reduce_scatter:
-            return 4 * (floats / m);
-          case ir::CollectiveKind::reduce:  // a non-root's receive buffer is left untouched
-            return 0;
-        }
-        return 0;
-      }
-      default:
-        return 0;
-    }
-  };
-  constexpr ir::OpIndex kNoPending = -1, kIterationStart = -2;
-  std::vector<ir::OpIndex> pending(rp.buffers.size(), kNoPending);  // alloc awaiting first use
-  zero_on_alloc.assign(rp.ops.size(), {});
-  zero_each_iteration.assign(rp.buffers.size(), 0);
-  for (std::size_t b = 0; b < rp.buffers.size(); ++b) {
-    const ir::Buffer& buf = rp.buffers[b];
-    const bool keeps =
-        buf.role == ir::BufferRole::weights || buf.role == ir::BufferRole::master_weights ||
-        buf.role == ir::BufferRole::optimizer_state || buf.initial.kind == ir::TensorKind::weights;
-    if (buf.persistent && !keeps) pending[b] = kIterationStart;
-  }
-  auto use = [&](const ir::Op& op, ir::BufferId b) {
-    const auto u = static_cast<std::size_t>(b);
-    const ir::OpIndex from = pending[u];
-    if (from == kNoPending) return;
-    pending[u] = kNoPending;
-    const std::uint64_t need = 4 * ((rp.buffers[u].size.count() + 3) / 4);
-    if (overwritten(op, b) >= need) return;
-    if (from == kIterationStart) {
-      zero_each_iteration[u] = 1;
-    } else {
-      zero_on_alloc[static_cast<std::size_t>(from)].push_back(b);
-    }
-  };
-  // Program order is execution order for two ops touching one buffer (a write and any other
-  // access are dependency-ordered, and dependencies point backwards), so the first op that
-  // touches a buffer after its alloc is the first to run.
-  for (std::size_t i = 0; i < rp.ops.size(); ++i) {
-    const ir::Op& op = rp.ops[i];
-    if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) {
-      for (ir::BufferId b : ir::writes(rp, op))
-        pending[static_cast<std::size_t>(b)] =
-            op.kind == ir::OpKind::alloc ? static_cast<ir::OpIndex>(i) : kNoPending;
-      continue;
-    }
-    for (ir::BufferId b : ir::reads(rp, op))
-      use(op, b);
-    for (ir::BufferId b : ir::writes(rp, op))
-      use(op, b);
-  }
+  // The IR's rule (common/ir/zeroing.h), with what this backend's kernels overwrite.
+  ir::ZeroingPlan plan = ir::plan_zeroing(*program, rank, [&](const ir::Op& op, ir::BufferId b) {
+    return std::uint64_t{4} * compute_overwrites(rp, op, b, ctx.dims);
+  });
+  zero_on_alloc = std::move(plan.on_alloc);
+  zero_each_iteration = std::move(plan.each_iteration);
 }
 
 Status HostBackend::Impl::post_comm(ir::OpIndex index, PostedOp* posted) {

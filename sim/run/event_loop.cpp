@@ -53,6 +53,10 @@ void Executor::start_op(std::size_t g) {
     case ir::OpKind::alloc:
     case ir::OpKind::free:
       move_memory(g, now);
+      if (!zero_bytes_.empty() && zero_bytes_[g] > 0) {  // CPU topologies: the backend's fill
+        start_zeroing(g);
+        break;
+      }
       immediate_.push_back(static_cast<std::uint32_t>(g));
       break;
     case ir::OpKind::send:

@@ -227,6 +227,10 @@ class Executor {
   void start_compute_on_core(std::size_t g, SimTime work);
   void start_p2p_shm(std::size_t send_g);
   void start_collective_shm(std::uint32_t inst);
+  /// Fills zero_bytes_ (prepare(), CPU topologies with host.zero_bandwidth).
+  void plan_zeroing();
+  /// Starts alloc op `g`'s zeroing on its rank's core (zero_bytes_[g] > 0).
+  void start_zeroing(std::size_t g);
   /// How instance `inst`'s copies start (Instance::member_start), decided at its first post.
   std::uint8_t member_start_mode(std::uint32_t inst, std::size_t g) const;
   /// A member of a per-member instance posted (op `g`): starts the copies it enables.
@@ -397,6 +401,10 @@ class Executor {
   SimTime on_core(int core, SimTime at, SimTime work) const {
     return noise_ ? noise_->elapsed(core, at, work) : work;
   }
+  /// CPU topologies with the profile's host.zero_bandwidth: by op, the bytes an alloc op zeroes
+  /// (common/ir/zeroing.h; empty otherwise), and that rate.
+  std::vector<std::uint64_t> zero_bytes_;
+  double zero_bytes_per_second_ = 0.0;
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.

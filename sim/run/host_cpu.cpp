@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "common/host_wait.h"
+#include "common/ir/zeroing.h"
 #include "sim/run/executor_impl.h"
 
 namespace tawpipe::sim::detail {
@@ -71,6 +72,44 @@ void Executor::init_host_cpu() {
     // a median below 0 to it) is a figure, not an absence.
     wakeup_cost_long_ = hp.wakeup_cost_long.value_or(wakeup_cost_);
   }
+}
+
+void Executor::plan_zeroing() {
+  if (options_.profile == nullptr || !options_.profile->host ||
+      !options_.profile->host->zero_bandwidth)
+    return;
+  zero_bytes_per_second_ = options_.profile->host->zero_bandwidth->bytes_per_second();
+  if (!(zero_bytes_per_second_ > 0.0)) return;
+  zero_bytes_.assign(total_ops_, 0);
+  for (std::size_t r = 0; r < active_ranks_; ++r) {
+    const ir::RankProgram& rp = program_.ranks[r];
+    // The host backend's rule, with its kernels' whole outputs at their buffers' sizes
+    // (exec/host/compute_ops.h compute_overwrites: tokens x H, the size of those buffers).
+    const ir::ZeroingPlan plan =
+        ir::plan_zeroing(program_, static_cast<ir::Rank>(r), [&](const ir::Op& op, ir::BufferId b) {
+          return ir::whole_output(rp, op) == b && b != ir::kNone
+                     ? 4 * ((rp.buffers[idx(b)].size.count() + 3) / 4)
+                     : std::uint64_t{0};
+        });
+    const std::vector<std::uint64_t> bytes = ir::zeroed_bytes_on_alloc(rp, plan);
+    std::copy(bytes.begin(), bytes.end(),
+              zero_bytes_.begin() + static_cast<std::ptrdiff_t>(res_.rank_offset[r]));
+  }
+}
+
+void Executor::start_zeroing(std::size_t g) {
+  // The interpreter's thread fills the buffers when it issues the alloc (exec/host/
+  // host_backend.cpp issue) and issues nothing else meanwhile; the ops after the alloc on its
+  // stream wait for it. A normal thread in the default slice, shorter than the compute slice: it
+  // preempts a compute thread of its core when it wakes (EEVDF's short-slice preemption).
+  const ir::Rank r = rt_[g].rank;
+  const int core = core_of_rank(r);
+  const auto work = SimTime::ps(static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(zero_bytes_[g]) / zero_bytes_per_second_ * 1e12)));
+  // Never a stream's thread: streams are 8-bit ids.
+  const std::uint64_t interpreter = (static_cast<std::uint64_t>(r) << 20 | 0xfffffu) + 1;
+  cores_->start_sliced(core, on_core(core, engine_.now(), work), interpreter, g,
+                       /*short_wake=*/true);
 }
 
 void Executor::charge_wakeups(std::size_t g) {

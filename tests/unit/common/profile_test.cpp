@@ -45,6 +45,7 @@ host:
   wakeup_cost: 50us
   wakeup_latency: 120us
   wakeup_cost_long: 40us
+  zero_bandwidth: 12GB/s
 noise:
   work: "sgemm 128x256x256 x8"
   quantum: 1020us
@@ -93,6 +94,8 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
   EXPECT_EQ(p->host->wakeup_cost_long, SimTime::us(40));
+  ASSERT_TRUE(p->host->zero_bandwidth.has_value());
+  EXPECT_DOUBLE_EQ(p->host->zero_bandwidth->bytes_per_second(), 12e9);
   EXPECT_EQ(p->links.at("nvswitch").latency, SimTime::ns(600));
   ASSERT_TRUE(p->noise.has_value());
   EXPECT_EQ(p->noise->work, "sgemm 128x256x256 x8");

@@ -66,6 +66,14 @@ TEST(CalibrateKernels, FiguresSitAtTheRunsKernelBytes) {
   const MemoryFigure* block_copy = find(figures, KernelClass::copy, 2.0 * 4.0 * 3213312.0);
   ASSERT_NE(block_copy, nullptr);
   EXPECT_TRUE(block_copy->cold);
+  // A cold zero fill of a block (host.zero_bandwidth): 4 bytes written per float.
+  const auto zero = std::find_if(figures.begin(), figures.end(), [](const MemoryFigure& f) {
+    return f.kernel == MemoryFigure::Kernel::zero;
+  });
+  ASSERT_NE(zero, figures.end());
+  EXPECT_EQ(zero->elements, 3213312u);
+  EXPECT_DOUBLE_EQ(zero->model_bytes, 4.0 * 3213312.0);
+  EXPECT_TRUE(zero->cold);
 }
 
 TEST(CalibrateKernels, OneFigurePerClassAndSize) {
@@ -92,13 +100,15 @@ TEST(CalibrateKernels, RotationFillsThePool) {
 }
 
 TEST(CalibrateKernels, PointsAreSortedAndCarryTheMeasuredBandwidth) {
-  std::vector<MemoryFigure> figures(3);
+  std::vector<MemoryFigure> figures(4);
   figures[0] = {MemoryFigure::Kernel::accumulate, KernelClass::residual, "big", 100, 4e6, true};
   figures[1] = {MemoryFigure::Kernel::residual_add, KernelClass::residual, "small", 10, 1e6, false};
   figures[2] = {MemoryFigure::Kernel::copy, KernelClass::copy, "unmeasured", 10, 2e6, false};
-  const auto points = memory_points(figures, {2e-3, 1e-4, -1.0});
+  figures[3] = {MemoryFigure::Kernel::zero, KernelClass::copy, "zero fill", 10, 3e6, true};
+  const auto points = memory_points(figures, {2e-3, 1e-4, -1.0, 1e-3});
   ASSERT_EQ(points.count(KernelClass::residual), 1u);
-  EXPECT_EQ(points.count(KernelClass::copy), 0u);  // no positive time: no point
+  // No positive time: no point; the zero fill is host.zero_bandwidth, not a copy point.
+  EXPECT_EQ(points.count(KernelClass::copy), 0u);
   const auto& r = points.at(KernelClass::residual);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].bytes->count(), 1000000u);

@@ -689,6 +689,47 @@ TEST(Executor, HostDirectReduceCopiesAsMembersPostThenSums) {
   EXPECT_EQ(ops[0].end - ops[3].end, SimTime::us(800));
 }
 
+// The host backend zeroes a buffer an alloc hands out when its first use can read it
+// (common/ir/zeroing.h), on the interpreter's thread, before it issues anything else: with the
+// profile's host.zero_bandwidth the alloc takes its bytes at that rate on its rank's core and the
+// op after it on its stream starts then. localhost-cpu, rank 0: a 10 MB gradient buffer is
+// allocated and accumulated from (the accumulate reads it): 10 MB at 10 GB/s = 1 ms. A buffer
+// first filled whole by a receive is not zeroed; without the figure no alloc takes time.
+TEST(Executor, HostAllocZeroesWhatItsFirstUseReads) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  auto compute_start = [&](bool read_first, bool with_figure) {
+    ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+    const ir::CommId pair = b.communicator("pair", {0, 1});
+    const ir::BufferId g =
+        b.buffer(0, "g", Bytes(10'000'000), ir::BufferRole::gradient_staging, false);
+    const ir::BufferId acc = b.buffer(0, "acc", Bytes(10'000'000), ir::BufferRole::gradient, true);
+    const ir::BufferId src = b.buffer(1, "src", Bytes(10'000'000), ir::BufferRole::weights, true);
+    b.alloc(0, 0, g);
+    if (!read_first) {
+      b.recv(0, 0, 1, pair, Bytes(10'000'000), g);
+      b.send(1, 0, 0, pair, Bytes(10'000'000), src);
+    }
+    b.compute(0, 0, ir::ComputeKind::accumulate, 0, 1, 0, b.cost(testing::gemm_cost(1e6)), {g},
+              {acc});
+    const ir::Program p = std::move(b).finish();
+    profile::Profile prof = one_rank_per_core(SimTime());
+    if (with_figure) prof.host->zero_bandwidth = Bandwidth::bytes_per_second(10e9);
+    SimOptions o;
+    o.record_ops = true;
+    o.profile = prof;
+    auto r = simulate(p, t, o);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+    const report::OpRecord alloc = first_op(p, *r, 0, ir::OpKind::alloc);
+    const report::OpRecord c = first_op(p, *r, 0, ir::OpKind::compute);
+    return std::make_pair(alloc.end - alloc.start, c.start);
+  };
+  const auto [zeroing, after] = compute_start(true, true);
+  EXPECT_EQ(zeroing, SimTime::ms(1));
+  EXPECT_EQ(after, SimTime::ms(1));
+  EXPECT_EQ(compute_start(true, false).first, SimTime());
+  EXPECT_EQ(compute_start(false, true).first, SimTime());
+}
+
 // libnbc pipelines a chain on more than 4 ranks: a broadcast on 3x2-cpu's 6 ranks starts as a
 // whole at its last member's post, all members ending together.
 TEST(Executor, HostBroadcastOnMoreThanFourRanksStartsWhole) {
