@@ -141,9 +141,10 @@ enum class CommOp : std::uint8_t {
   reduce_scatter,
   sendrecv
 };
-/// Where the ranks of a measurement sit: one node (NVLink / PCIe), across nodes (NIC), or
-/// MPI ranks on one host (shared memory).
-enum class CommScope : std::uint8_t { intra_node, inter_node, shared_memory };
+/// Where the ranks of a measurement sit: one node (NVLink / PCIe), across nodes (NIC), MPI ranks
+/// on one host spread over its cores (shared memory), or MPI ranks on one host all on one core
+/// (shared_core: each takes turns with the others for the core, and so do their handshakes).
+enum class CommScope : std::uint8_t { intra_node, inter_node, shared_memory, shared_core };
 
 /// One measured time: `size` = bytes per rank as nccl-tests counts them (the full buffer of an
 /// all-reduce / all-gather output, the message of a sendrecv).

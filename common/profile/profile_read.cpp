@@ -32,10 +32,11 @@ constexpr model::detail::NameTable<CommOp, 6> kCommOpNames = {{
     {"reduce_scatter", CommOp::reduce_scatter},
     {"sendrecv", CommOp::sendrecv},
 }};
-constexpr model::detail::NameTable<CommScope, 3> kCommScopeNames = {{
+constexpr model::detail::NameTable<CommScope, 4> kCommScopeNames = {{
     {"intra_node", CommScope::intra_node},
     {"inter_node", CommScope::inter_node},
     {"shared_memory", CommScope::shared_memory},
+    {"shared_core", CommScope::shared_core},
 }};
 
 constexpr int kMaxDim = 1 << 30;

@@ -153,27 +153,33 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
   struct Restore {
     ~Restore() { request_comm_slice(false); }
   } restore;
-  std::vector<int> counts = {2};
-  if (world > 2) counts.push_back(world);
+  // Passes: (ranks, all on one core). A pair on two cores, all ranks, and where ranks share a
+  // core a pair on one core: the run's groups can be either (TawPipe's 2-rank groups on 2x2-cpu
+  // are the two ranks of one core), and on one core a call's members and their handshakes take
+  // turns on it (sim/network/mpi_shm.h).
+  std::vector<std::pair<int, bool>> passes = {{2, false}};
+  if (world > 2) passes.push_back({world, false});
+  if (ranks_per_core >= 2 && world > ranks_per_core) passes.push_back({2, true});
   const std::vector<std::pair<profile::CommOp, ir::CollectiveKind>> ops = {
       {profile::CommOp::broadcast, ir::CollectiveKind::broadcast},
       {profile::CommOp::reduce, ir::CollectiveKind::reduce},
       {profile::CommOp::all_reduce, ir::CollectiveKind::all_reduce},
       {profile::CommOp::all_gather, ir::CollectiveKind::all_gather},
       {profile::CommOp::reduce_scatter, ir::CollectiveKind::reduce_scatter}};
-  for (int n : counts) {
+  for (const auto& [n, one_core] : passes) {
     // Members spread over the cores as evenly as the count allows (the simulator assumes it,
     // sim/network/mpi_shm.h): all ranks, or for 2 ranks rank 0 and the first rank of the next
-    // core, so that a pair's curve describes two cores, not two ranks taking turns on one.
-    const int partner = std::min(std::max(ranks_per_core, 1), world - 1);
-    const bool member = n == world || rank == 0 || (n == 2 && rank == partner);
+    // core, so that a pair's curve describes two cores, not two ranks taking turns on one; the
+    // one-core pass: ranks 0 and 1, both on core 0 (rank r on core r / ranks_per_core).
+    const int partner = one_core ? 1 : std::min(std::max(ranks_per_core, 1), world - 1);
+    const bool member = (n == world && !one_core) || rank == 0 || (n == 2 && rank == partner);
     MPI_Comm sub = MPI_COMM_NULL;
     TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &sub));
     MpiComm owner(sub);
     auto measure = [&](profile::CommOp op, auto&& time_at) -> Status {
       profile::CommMeasurement m;
       m.op = op;
-      m.scope = profile::CommScope::shared_memory;
+      m.scope = one_core ? profile::CommScope::shared_core : profile::CommScope::shared_memory;
       m.ranks = n;
       for (std::uint64_t bytes : kSizes) {
         Timing t;

@@ -29,7 +29,9 @@ namespace tawpipe::exec::host {
 
 /// Collective over MPI_COMM_WORLD; every rank gets the same curves. `seconds_per_point` bounds
 /// the repetitions of each point. 2-rank curves are measured between rank 0 and rank
-/// `ranks_per_core` (the first rank of the next core), the others on all ranks. Each point
+/// `ranks_per_core` (the first rank of the next core), the others on all ranks; where ranks share
+/// a core (and another core has ranks), the 2-rank curves once more between ranks 0 and 1, on one
+/// core (scope shared_core). Each point
 /// carries its CPU time (`cpu`), less `wake_cpu_seconds` per sleep of the waits (the thread CPU
 /// time of one wake-up). Errors: MPI's.
 Expected<std::vector<profile::CommMeasurement>> measure_communication(double seconds_per_point,

@@ -107,8 +107,10 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
   std::vector<ShmCurve> curves;
   if (profile == nullptr) return curves;
   for (const profile::CommMeasurement& m : profile->communication) {
-    if (m.scope != profile::CommScope::shared_memory || m.points.empty()) continue;
+    const bool one_core = m.scope == profile::CommScope::shared_core;
+    if ((m.scope != profile::CommScope::shared_memory && !one_core) || m.points.empty()) continue;
     ShmCurve c;
+    c.one_core = one_core;
     switch (m.op) {
       case profile::CommOp::broadcast:
         c.op = ShmOp::broadcast;
@@ -155,11 +157,16 @@ MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double bet
                 curves_.end());
 }
 
-const ShmCurve* MpiShmModel::find(ShmOp op, int ranks) const {
+const ShmCurve* MpiShmModel::find(ShmOp op, int ranks, bool one_core) const {
+  // The nearest rank count, and at it the members' placement if measured (a one-core curve only
+  // for members on one core, at its own rank count).
   const ShmCurve* best = nullptr;
   for (const ShmCurve& c : curves_) {
     if (c.op != op) continue;
-    if (best == nullptr || std::abs(c.ranks - ranks) < std::abs(best->ranks - ranks)) best = &c;
+    if (c.one_core && (!one_core || c.ranks != ranks)) continue;
+    if (best == nullptr || std::abs(c.ranks - ranks) < std::abs(best->ranks - ranks) ||
+        (c.ranks == best->ranks && c.one_core))
+      best = &c;
   }
   return best;
 }
@@ -168,16 +175,25 @@ bool MpiShmModel::measured(ShmOp op) const {
   return std::any_of(curves_.begin(), curves_.end(), [&](const ShmCurve& c) { return c.op == op; });
 }
 
-ShmCost MpiShmModel::p2p(double bytes) const {
-  if (const ShmCurve* c = find(ShmOp::sendrecv, 2)) return split(*c, bytes, 1);
+ShmCost MpiShmModel::p2p(double bytes, bool one_core) const {
+  // A one-core curve's CPU time is one rank's per round trip, as on two cores (what the message
+  // costs sender and receiver together): its turns on the core are that work, no second share.
+  if (const ShmCurve* c = find(ShmOp::sendrecv, 2, one_core)) return split(*c, bytes, 1);
   return {alpha_, seconds_up(bytes / beta_)};
 }
 
-ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks) const {
+ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks,
+                                bool one_core) const {
   const ShmOp op = shm_op(kind);
   const Steps want = ring_steps(op, bytes, ranks);
-  if (const ShmCurve* c = find(op, ranks)) {
-    const int per_core = (c->ranks + std::min(c->ranks, cores_) - 1) / std::min(c->ranks, cores_);
+  if (const ShmCurve* c = find(op, ranks, one_core)) {
+    // Copying members per core in the measurement: spread evenly (every member counted, as
+    // before), or on one core those that copy there: a broadcast's receivers, a reduce's root,
+    // every member of the others.
+    int per_core = (c->ranks + std::min(c->ranks, cores_) - 1) / std::min(c->ranks, cores_);
+    if (c->one_core) {
+      per_core = op == ShmOp::broadcast ? c->ranks - 1 : op == ShmOp::reduce ? 1 : c->ranks;
+    }
     const ShmCost measured = split(*c, bytes, per_core);
     if (c->ranks == ranks) return measured;
     // Another rank count: scale its latency by the step counts and its copy work by the bytes
@@ -193,9 +209,9 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
           seconds_up(want.count * want.chunk_bytes / beta_)};
 }
 
-std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks) const {
-  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks);
-  const ShmCost message = p2p(bytes);
+std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core) const {
+  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core);
+  const ShmCost message = p2p(bytes, one_core);
   if (!whole.per_member || !message.per_member || ranks < 2) return std::nullopt;
   const SimTime copies = message.work * (ranks - 1);
   return whole.work > copies ? whole.work - copies : SimTime();

@@ -31,14 +31,16 @@
 /// everything past the smallest size's time as work: latency = T(smallest), work = T(b) - that.
 ///
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
-/// entries with scope shared_memory), made non-decreasing in size (monotone_envelope), interpolated
-/// linearly in log(size) between points and extended past the largest point at the slope of its
-/// last two points (a bandwidth). A collective whose rank count was not measured uses the curve of
-/// the nearest measured count, scaled by the ratio of the ring step counts. Without any curve for
-/// an op, the model falls back to the topology's (or profile's) shared-memory link: latency `alpha`
-/// and copy bandwidth `beta` per message, with ring algorithms (all-reduce 2(P-1) steps of b/P
-/// bytes, all-gather and reduce-scatter P-1 steps of b/P, broadcast and reduce P-1 pipelined...
-/// counted as one message of b per member). The report says which figures were measured.
+/// entries with scope shared_memory; members that all share one core prefer a curve of their rank
+/// count with scope shared_core, measured so, where k counts the members that copy there), made
+/// non-decreasing in size (monotone_envelope), interpolated linearly in log(size) between points
+/// and extended past the largest point at the slope of its last two points (a bandwidth). A
+/// collective whose rank count was not measured uses the curve of the nearest measured count,
+/// scaled by the ratio of the ring step counts. Without any curve for an op, the model falls back
+/// to the topology's (or profile's) shared-memory link: latency `alpha` and copy bandwidth `beta`
+/// per message, with ring algorithms (all-reduce 2(P-1) steps of b/P bytes, all-gather and
+/// reduce-scatter P-1 steps of b/P, broadcast and reduce P-1 pipelined... counted as one message of
+/// b per member). The report says which figures were measured.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,9 @@ enum class ShmOp : std::uint8_t {
 struct ShmCurve {
   ShmOp op = ShmOp::sendrecv;
   int ranks = 2;
+  /// Measured with every member on one core (profile scope shared_core), not spread over the
+  /// host's cores (shared_memory).
+  bool one_core = false;
   std::vector<std::pair<double, SimTime>> points;  ///< (bytes, time)
   /// (bytes, CPU time) at the same sizes, or empty when the profile measured none.
   std::vector<std::pair<double, SimTime>> cpu;
@@ -90,23 +95,25 @@ class MpiShmModel {
   MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double beta_bytes_per_second,
               int cores_per_host = 1);
 
-  /// One message; `work` is due on the receiver's core.
-  ShmCost p2p(double bytes) const;
+  /// One message; `work` is due on the receiver's core. `one_core`: sender and receiver share a
+  /// core (then a curve measured so is preferred).
+  ShmCost p2p(double bytes, bool one_core = false) const;
   /// One collective; `work` is one member's, due on each copying member's core (a core with m
-  /// copying members owes m x work).
-  ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks) const;
+  /// copying members owes m x work). `one_core`: every member is on one core (then a curve
+  /// measured so is preferred).
+  ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core = false) const;
   /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
   /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
   /// the root's core as each member posts), then sums them. Returns the root's core work past
   /// those copies: the reduce curve's CPU time less `ranks` - 1 messages' CPU time, at least 0
   /// (the sums, and the root's share of the waits). Empty when the reduce or the message curve
   /// has no CPU times (then only the whole call's cost is known).
-  std::optional<SimTime> reduce_sum_work(double bytes, int ranks) const;
+  std::optional<SimTime> reduce_sum_work(double bytes, int ranks, bool one_core = false) const;
   /// True when `op` has a measured curve (for reports).
   bool measured(ShmOp op) const;
 
  private:
-  const ShmCurve* find(ShmOp op, int ranks) const;
+  const ShmCurve* find(ShmOp op, int ranks, bool one_core) const;
   std::vector<ShmCurve> curves_;
   SimTime alpha_;
   double beta_ = 1.0;
@@ -114,7 +121,7 @@ class MpiShmModel {
 };
 
 /// The shared-memory curves of `profile` (may be null): its `communication` entries with scope
-/// shared_memory. A version-1 profile has none.
+/// shared_memory or shared_core. A version-1 profile has none.
 std::vector<ShmCurve> shm_curves(const profile::Profile* profile);
 
 /// Makes the curve's times (and CPU times) non-decreasing in size by lowering each point to the

@@ -231,6 +231,9 @@ class Executor {
   void plan_zeroing();
   /// Starts alloc op `g`'s zeroing on its rank's core (zero_bytes_[g] > 0).
   void start_zeroing(std::size_t g);
+  /// CPU topologies: whether every member of instance `in` is on one core (the shared-memory
+  /// model then prefers curves measured so, sim/network/mpi_shm.h).
+  bool on_one_core(const Instance& in) const;
   /// How instance `inst`'s copies start (Instance::member_start), decided at its first post.
   std::uint8_t member_start_mode(std::uint32_t inst, std::size_t g) const;
   /// A member of a per-member instance posted (op `g`): starts the copies it enables.

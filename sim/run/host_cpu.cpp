@@ -239,10 +239,17 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
 void Executor::start_p2p_shm(std::size_t send_g) {
   const RtOp& op = rt_[send_g];
   const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
-  const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes));
+  const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core);
   const SimTime delay = cost.latency + op_overhead_;
   cores_->start(std::span<const int>(&core, 1), delay,
                 on_core(core, engine_.now() + delay, cost.work), kP2pToken | send_g);
+}
+
+bool Executor::on_one_core(const Instance& in) const {
+  const auto& members = program_.communicators[idx(in.comm)].members;
+  for (const ir::Rank m : members)
+    if (core_of_rank(m) != core_of_rank(members.front())) return false;
+  return true;
 }
 
 std::uint8_t Executor::member_start_mode(std::uint32_t inst, std::size_t g) const {
@@ -257,7 +264,7 @@ std::uint8_t Executor::member_start_mode(std::uint32_t inst, std::size_t g) cons
       // matches the root's send as soon as both are posted. Per member only with the curve's CPU
       // time (one member's copy); without it, the curve describes the whole call.
       if (n <= kLibnbcLinearBroadcastRanks &&
-          shm_->collective(ir::CollectiveKind::broadcast, bytes, n).per_member)
+          shm_->collective(ir::CollectiveKind::broadcast, bytes, n, on_one_core(in)).per_member)
         return kStartBroadcastLinear;
       return kStartWhole;
     case ir::CollectiveKind::reduce: {
@@ -266,7 +273,8 @@ std::uint8_t Executor::member_start_mode(std::uint32_t inst, std::size_t g) cons
       // posted and sums when every message is in. In a group it is libnbc's (a chain).
       const auto u = idx(rt_[g].unit);
       const bool alone = units_[u + 1].first_op - units_[u].first_op == 1;
-      return alone && shm_->reduce_sum_work(bytes, n) ? kStartReduceDirect : kStartWhole;
+      return alone && shm_->reduce_sum_work(bytes, n, on_one_core(in)) ? kStartReduceDirect
+                                                                       : kStartWhole;
     }
     default:
       return kStartWhole;
@@ -305,11 +313,12 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
     // The member receives the root's buffer and copies it on its own core (CMA), at one
     // member's cost in the broadcast curve: calibration's members posted at once and took turns
     // on shared cores, which the cores' sharing here reproduces (sim/network/mpi_shm.h).
-    cost = shm_->collective(ir::CollectiveKind::broadcast, bytes, static_cast<int>(members.size()));
+    cost = shm_->collective(ir::CollectiveKind::broadcast, bytes, static_cast<int>(members.size()),
+                            on_one_core(in));
     core = core_of_rank(members[pos]);
   } else {
     // The root receives this member's buffer: one message, copied on the root's core.
-    cost = shm_->p2p(bytes);
+    cost = shm_->p2p(bytes, on_one_core(in));
     core = core_of_rank(members[idx(in.root_member)]);
   }
   const SimTime delay = cost.latency + op_overhead_;
@@ -335,9 +344,9 @@ void Executor::member_job_done(std::uint32_t inst, std::size_t pos) {
       // preempts a compute thread there when it starts (EEVDF's short-slice preemption) and
       // then shares the core by EEVDF; modelled as a copy (it keeps the core until done): the
       // cores' model has one slice for every thread (sim/run/core_sharing.h).
-      const SimTime sum =
-          shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes), static_cast<int>(n))
-              .value_or(SimTime());
+      const SimTime sum = shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes),
+                                                static_cast<int>(n), on_one_core(in))
+                              .value_or(SimTime());
       if (sum > SimTime()) {
         const int core = core_of_rank(members[root]);
         cores_->start(std::span<const int>(&core, 1), SimTime(), on_core(core, engine_.now(), sum),
@@ -370,7 +379,7 @@ void Executor::start_collective_shm(std::uint32_t inst) {
   }
   const ShmCost cost =
       shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
-                       static_cast<int>(members.size()));
+                       static_cast<int>(members.size()), on_one_core(in));
   // With one member's CPU time, a core with m copying members owes m members' work (they take
   // turns on it); the job runs on all those cores at the rate of the slowest share, so it
   // carries the largest m.

@@ -39,6 +39,8 @@ communication:
      points: [{size: 4KiB, time: 9us}]}
   - {op: sendrecv, scope: shared_memory, ranks: 2,
      points: [{size: 4KiB, time: 12us, cpu: 7us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
+  - {op: broadcast, scope: shared_core, ranks: 2,
+     points: [{size: 4KiB, time: 30us, cpu: 10us}, {size: 16MiB, time: 4ms, cpu: 2ms}]}
 host:
   cores_per_host: 2
   ranks_per_core: 2
@@ -81,7 +83,7 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(d.ranks->count, 24);
   EXPECT_DOUBLE_EQ(d.ranks->spread, 0.03);
   EXPECT_EQ(d.ranks->outliers, std::vector<int>{17});
-  ASSERT_EQ(p->communication.size(), 3u);
+  ASSERT_EQ(p->communication.size(), 4u);
   EXPECT_EQ(p->communication[0].op, CommOp::all_reduce);
   EXPECT_EQ(p->communication[0].scope, CommScope::intra_node);
   EXPECT_EQ(p->communication[0].ranks, 8);
@@ -90,6 +92,7 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->communication[1].op, CommOp::sendrecv);
   EXPECT_FALSE(p->communication[1].points[0].cpu.has_value());
   EXPECT_EQ(p->communication[2].points[1].cpu, SimTime::ms(3));
+  EXPECT_EQ(p->communication[3].scope, CommScope::shared_core);
   EXPECT_EQ(p->host->cores_per_host, 2);
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));

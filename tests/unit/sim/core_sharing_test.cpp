@@ -194,6 +194,33 @@ TEST(MpiShm, DirectReduceSumsAreTheRootsCpuPastItsCopies) {
   EXPECT_FALSE(m.reduce_sum_work(1048576.0, 1));
 }
 
+TEST(MpiShm, OneCoreCurvesServeMembersOnOneCore) {
+  // A broadcast on 2 ranks measured on two cores (1 ms, 0.4 ms of the receiver's CPU) and on one
+  // core (2 ms, 0.5 ms): on one core only the receiver copies, so 2 - 0.5 = 1.5 ms of latency.
+  ShmCurve two;
+  two.op = ShmOp::broadcast;
+  two.points = {{8.0, ms(0.05)}, {1048576.0, ms(1.0)}};
+  two.cpu = {{8.0, ms(0.01)}, {1048576.0, ms(0.4)}};
+  ShmCurve one = two;
+  one.one_core = true;
+  one.points = {{8.0, ms(0.1)}, {1048576.0, ms(2.0)}};
+  one.cpu = {{8.0, ms(0.01)}, {1048576.0, ms(0.5)}};
+  const MpiShmModel m({two, one}, SimTime(), 1e9, 2);
+  const ShmCost spread = m.collective(ir::CollectiveKind::broadcast, 1048576.0, 2, false);
+  EXPECT_EQ(spread.latency, ms(0.6));
+  EXPECT_EQ(spread.work, ms(0.4));
+  const ShmCost packed = m.collective(ir::CollectiveKind::broadcast, 1048576.0, 2, true);
+  EXPECT_EQ(packed.latency, ms(1.5));
+  EXPECT_EQ(packed.work, ms(0.5));
+  // A one-core curve serves only its own rank count: 4 ranks on one core scale the two-core one.
+  EXPECT_EQ(m.collective(ir::CollectiveKind::broadcast, 1048576.0, 4, true).work,
+            m.collective(ir::CollectiveKind::broadcast, 1048576.0, 4, false).work);
+  // Without a one-core curve, members on one core get the two-core one.
+  const MpiShmModel only_two({two}, SimTime(), 1e9, 2);
+  EXPECT_EQ(only_two.collective(ir::CollectiveKind::broadcast, 1048576.0, 2, true).latency,
+            ms(0.6));
+}
+
 // Time slices (start_sliced, slice 20 ms): compute threads share a core by EEVDF.
 struct SlicedHarness {
   Engine engine;
