@@ -22,7 +22,7 @@ in B/s, rates in FLOP/s) or plain fractions (ranks.spread), each under a key tha
 same way in every profile of a layout, e.g.
   ("devices", "cpu-core", "op_overhead")
   ("devices", "cpu-core", "kernels", "gemm", 2, "rate")      # the 3rd gemm point
-  ("communication", "all_gather", "shared_memory", 4, 1048576, "cpu")
+  ("communication", "all_gather", "shared_memory", 4, "hot", 1048576, "cpu")   # or "64MiB": cold
   ("host", "wakeup_cost")
 
 A profile's noise trace (`noise`, the fixed-work-quantum trace of every core) is no figure to take
@@ -125,7 +125,10 @@ def slots(doc, path="profile"):
             where = f"{path}: communication[{i}].points[{j}]"
             size = size_bytes(p.get("size"), where + ".size")
             for field in ("time", "cpu"):
-                add(("communication", c["op"], c["scope"], int(c["ranks"]), size, field), p,
+                # A cold curve (cold_pool: its buffers rotated past the caches) is another curve
+                # than the hot one of the same op, scope and ranks.
+                add(("communication", c["op"], c["scope"], int(c["ranks"]),
+                     str(c.get("cold_pool", "hot")), size, field), p,
                     field, where)
     host = doc.get("host") or {}
     for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long", "zero_bandwidth"):

@@ -29,6 +29,8 @@
 ///          points: [{size: 1MiB, time: 31us}, {size: 64MiB, time: 410us}]}
 ///       - {op: sendrecv, scope: shared_memory, ranks: 2,   # host: optional CPU time per call
 ///          points: [{size: 8B, time: 9us, cpu: 6us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
+///       - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,  # buffers rotated
+///          points: [{size: 1MiB, time: 150us, cpu: 140us}, {size: 16MiB, time: 3ms, cpu: 2ms}]}
 ///     host:                             # CPU topologies only (host backend)
 ///       cores_per_host: 2
 ///       ranks_per_core: 2
@@ -166,6 +168,11 @@ struct CommMeasurement {
   CommScope scope = CommScope::intra_node;
   int ranks = 0;
   std::vector<CommPoint> points;
+  /// Host backend only: the curve was measured cold, each call's buffers rotated over this many
+  /// bytes per rank (past the caches, as Intel MPI Benchmarks' -off_cache does); absent: the same
+  /// buffers every call (hot). The simulator blends a transfer between the two by how many bytes
+  /// its host touched since its buffers' last use (sim/network/mpi_shm.h).
+  std::optional<Bytes> cold_pool{};
   friend bool operator==(const CommMeasurement&, const CommMeasurement&) = default;
 };
 

@@ -131,7 +131,9 @@ std::string write_profile_yaml(const Profile& profile) {
         points += (i ? ", " : "") + flow(f);
       }
       out << "  - {op: " << to_string(c.op) << ", scope: " << to_string(c.scope)
-          << ", ranks: " << c.ranks << ",\n     points: " << points << "]}\n";
+          << ", ranks: " << c.ranks;
+      if (c.cold_pool) out << ", cold_pool: " << to_string(*c.cold_pool);
+      out << ",\n     points: " << points << "]}\n";
     }
   }
   if (profile.host) {

@@ -4,10 +4,13 @@
 #include <chrono>
 #include <ctime>
 #include <functional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/ir/builder.h"
 #include "common/model/presets.h"
+#include "exec/host/calibrate_kernels.h"
 #include "exec/host/doorbell.h"
 #include "exec/host/host_backend.h"
 #include "exec/host/mpi_ops.h"
@@ -23,6 +26,38 @@ using Clock = std::chrono::steady_clock;
 /// inside: 64 KiB activations to ~13 MiB weight blocks), plus 8 bytes for the latency.
 const std::vector<std::uint64_t> kSizes = {8,      4096,    16384,   65536,
                                            262144, 1 << 20, 4 << 20, 16 << 20};
+
+/// Sizes of the cold curves: where a message's cache state moves its time (a 12.9 MB weight
+/// block one-way 1.0-1.6 ms hot against 1.9-2.8 ms cold on this VM, docs/validate-host.md); a
+/// smaller message's time is its latency either way, and the simulator takes the hot curve
+/// below the cold one's first size.
+const std::vector<std::uint64_t> kColdSizes = {1 << 20, 4 << 20, 16 << 20};
+
+/// The buffers of a cold curve's calls, per rank: a send and a receive pool that the calls
+/// rotate through (cold_offset), filled before any timing so that their pages are mapped (a
+/// zero-initialized vector may be handed out lazily and fault inside the first calls).
+class ColdBuffers {
+ public:
+  explicit ColdBuffers(std::uint64_t pool_bytes)
+      : pool_(pool_bytes),
+        send_(cold_pool_capacity(pool_bytes, kColdSizes.back()) / 4, 1.0f),
+        recv_(send_.size(), 0.5f) {}
+  /// The next call's send and receive buffers for `bytes`.
+  std::pair<float*, float*> next(std::uint64_t bytes) {
+    const std::uint64_t at = cold_offset(bytes, calls_++, pool_) / 4;
+    return {send_.data() + at, recv_.data() + at};
+  }
+  std::uint64_t pool() const { return pool_; }
+  /// How many buffers the calls of `bytes` rotate through.
+  std::uint64_t sets(std::uint64_t bytes) const {
+    return std::max<std::uint64_t>(pool_ / cold_stride(bytes), 2);
+  }
+
+ private:
+  std::uint64_t pool_ = 0;
+  std::uint64_t calls_ = 0;
+  std::vector<float> send_, recv_;
+};
 
 /// CPU time of the calling thread so far (seconds).
 double thread_cpu_seconds() {
@@ -43,8 +78,10 @@ Status wait_one(PostedOp& op) {
       std::span<PostedOp>(&op, 1), [](std::size_t) {}, nullptr);
 }
 
-/// Seconds per call of `once` (a collective step every rank of `comm` takes): two calls of
-/// warm-up (connection set-up, first touch of the buffers), then kBatches batches of equal
+/// Seconds per call of `once` (a collective step every rank of `comm` takes): `warmup` calls and
+/// one more of warm-up (connection set-up, first touch of the buffers: a cold curve warms every
+/// buffer of its rotation, since on this VM the first transfer from or into a page costs ~1.5 ms
+/// per MiB, 7-10x a cold one, and a run reuses its buffers), then kBatches batches of equal
 /// length, each batch's mean taken on its slowest rank (that rank's figure decides a collective),
 /// and the median batch. Medians of repeats keep one descheduled batch from bending a curve
 /// (single passes gave a 150 us 8-byte sendrecv next to a 7 us 4 KiB one). The CPU time is the
@@ -52,9 +89,10 @@ Status wait_one(PostedOp& op) {
 /// `wake_cpu` per sleep its waits took (those wake-ups are charged by host.wakeup_cost).
 constexpr int kBatches = 5;
 Expected<Timing> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm,
-                              double wake_cpu) {
+                              double wake_cpu, std::uint64_t warmup = 1) {
   TAWPIPE_TRY(quiet_barrier(comm));
-  TAWPIPE_TRY(once());
+  for (std::uint64_t i = 0; i < std::max<std::uint64_t>(warmup, 1); ++i)
+    TAWPIPE_TRY(once());
   auto t0 = Clock::now();
   TAWPIPE_TRY(once());
   double first = std::chrono::duration<double>(Clock::now() - t0).count(), worst = 0.0;
@@ -81,21 +119,23 @@ Expected<Timing> time_batches(const std::function<Status()>& once, double budget
   return Timing{elapsed[elapsed.size() / 2], cpu[cpu.size() / 2]};
 }
 
+/// `cold`: rotate the buffers through these pools (a cold curve); null: the same buffers every
+/// call (hot).
 Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
-                                 double budget, double wake_cpu) {
+                                 double budget, double wake_cpu, ColdBuffers* cold) {
   int me = 0, size = 1;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   TAWPIPE_MPI(MPI_Comm_size(comm, &size));
   // Whole-buffer bytes, a multiple of 4 * size (floats split evenly over the ranks).
   const std::uint64_t unit = 4 * static_cast<std::uint64_t>(size);
   bytes = std::max(unit, bytes / unit * unit);
-  std::vector<float> send(bytes / 4, 1.0f), recv(bytes / 4, 0.0f);
+  std::vector<float> send(cold ? 0 : bytes / 4, 1.0f), recv(cold ? 0 : bytes / 4, 0.5f);
   return time_batches(
       [&]() -> Status {
         CollectiveArgs a;
         a.kind = kind;
-        a.send = send.data();
-        a.recv = recv.data();
+        std::tie(a.send, a.recv) =
+            cold ? cold->next(bytes) : std::pair<float*, float*>(send.data(), recv.data());
         a.bytes = bytes;
         a.me = me;
         a.size = size;
@@ -107,32 +147,54 @@ Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
         TAWPIPE_TRY(post_collective(a, op));
         return wait_one(op);
       },
-      budget, comm, wake_cpu);
+      budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1);
 }
 
 /// One-way time between ranks 0 and 1 of `comm` (half a ping-pong). CPU time: each rank sends
 /// and receives once per round trip, so one rank's CPU time per round trip is what one message
 /// costs its sender and receiver together.
-Expected<Timing> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget, double wake_cpu) {
+/// `cold`: each round trip's messages leave from and land in the next buffers of its pools.
+Expected<Timing> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget, double wake_cpu,
+                               ColdBuffers* cold) {
   int me = 0;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
-  std::vector<char> buf(std::max<std::uint64_t>(bytes, 1));
+  std::vector<char> buf(cold ? 0 : std::max<std::uint64_t>(bytes, 1), 1);
   auto round_trip = time_batches(
       [&]() -> Status {
+        std::pair<float*, float*> set;
+        if (cold) set = cold->next(bytes);
         for (int leg = 0; leg < 2; ++leg) {
           PostedOp op;
           const bool send = (leg == 0) == (me == 0);
-          TAWPIPE_TRY(post_p2p(send, buf.data(), bytes, 1 - me, leg, comm, op, doorbell_slot()));
+          void* data = !cold  ? static_cast<void*>(buf.data())
+                       : send ? static_cast<void*>(set.first)
+                              : static_cast<void*>(set.second);
+          TAWPIPE_TRY(post_p2p(send, data, bytes, 1 - me, leg, comm, op, doorbell_slot()));
           TAWPIPE_TRY(wait_one(op));
         }
         return Status::success();
       },
-      budget, comm, wake_cpu);
+      budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1);
   if (!round_trip.ok()) return round_trip.error();
   return Timing{round_trip->elapsed / 2.0, std::min(round_trip->cpu, round_trip->elapsed / 2.0)};
 }
 
 }  // namespace
+
+std::uint64_t cold_stride(std::uint64_t bytes) {
+  constexpr std::uint64_t kPage = 4096;
+  return std::max<std::uint64_t>(1, (bytes + kPage - 1) / kPage) * kPage;
+}
+
+std::uint64_t cold_pool_capacity(std::uint64_t pool_bytes, std::uint64_t largest) {
+  return std::max(pool_bytes, 2 * cold_stride(largest));
+}
+
+std::uint64_t cold_offset(std::uint64_t bytes, std::uint64_t call, std::uint64_t pool_bytes) {
+  const std::uint64_t stride = cold_stride(bytes);
+  const std::uint64_t sets = std::max(pool_bytes / stride, std::uint64_t{2});
+  return call % sets * stride;
+}
 
 Status quiet_barrier(MPI_Comm comm) {
   PostedOp op;
@@ -157,6 +219,7 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
   // core a pair on one core: the run's groups can be either (TawPipe's 2-rank groups on 2x2-cpu
   // are the two ranks of one core), and on one core a call's members and their handshakes take
   // turns on it (sim/network/mpi_shm.h).
+  ColdBuffers cold_buffers(static_cast<std::uint64_t>(kColdPoolBytes));
   std::vector<std::pair<int, bool>> passes = {{2, false}};
   if (world > 2) passes.push_back({world, false});
   if (ranks_per_core >= 2 && world > ranks_per_core) passes.push_back({2, true});
@@ -176,12 +239,15 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
     MPI_Comm sub = MPI_COMM_NULL;
     TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &sub));
     MpiComm owner(sub);
-    auto measure = [&](profile::CommOp op, auto&& time_at) -> Status {
+    // Each curve hot (the same buffers every call), then cold at kColdSizes (the buffers rotated
+    // over kColdPoolBytes per rank, calibrate_comm.h).
+    auto measure = [&](profile::CommOp op, auto&& time_at, ColdBuffers* cold) -> Status {
       profile::CommMeasurement m;
       m.op = op;
       m.scope = one_core ? profile::CommScope::shared_core : profile::CommScope::shared_memory;
       m.ranks = n;
-      for (std::uint64_t bytes : kSizes) {
+      if (cold) m.cold_pool = Bytes(cold->pool());
+      for (std::uint64_t bytes : cold ? kColdSizes : kSizes) {
         Timing t;
         if (member) {
           auto measured = time_at(bytes);
@@ -194,15 +260,21 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
       out.push_back(std::move(m));
       return Status::success();
     };
-    if (n == 2) {
-      TAWPIPE_TRY(measure(profile::CommOp::sendrecv, [&](std::uint64_t b) {
-        return time_sendrecv(b, sub, budget, wake_cpu);
-      }));
-    }
-    for (const auto& [op, kind] : ops) {
-      TAWPIPE_TRY(measure(op, [&, k = kind](std::uint64_t b) {
-        return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget, wake_cpu);
-      }));
+    for (ColdBuffers* cold : {static_cast<ColdBuffers*>(nullptr), &cold_buffers}) {
+      if (n == 2) {
+        TAWPIPE_TRY(measure(
+            profile::CommOp::sendrecv,
+            [&](std::uint64_t b) { return time_sendrecv(b, sub, budget, wake_cpu, cold); }, cold));
+      }
+      for (const auto& [op, kind] : ops) {
+        TAWPIPE_TRY(measure(
+            op,
+            [&, k = kind](std::uint64_t b) {
+              return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget, wake_cpu,
+                                     cold);
+            },
+            cold));
+      }
     }
     TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   }

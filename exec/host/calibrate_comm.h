@@ -12,10 +12,23 @@
 ///  - op_overhead: the host backend's cost per IR op (interpreter issue, stream-thread hand-off,
 ///    completion), from a chain of 4-byte copies run by the interpreter (the program and the
 ///    timing loop are shared with the CUDA calibration).
+///  - every curve a second time cold at 1, 4 and 16 MiB (profile `cold_pool`): each call's send
+///    and receive buffers rotated over kColdPoolBytes per rank (exec/host/calibrate_kernels.h),
+///    as Intel MPI Benchmarks' -off_cache does. A run's large messages are weight and gradient
+///    blocks whose cache state depends on what the rank touched since their last use: WeiPipe's
+///    ring forwards a block ~90 ms (a backward, 157 MB of traffic) after posting it, TawPipe
+///    broadcasts a block it has just received. Measured on this VM (2 ranks on 2 cores, a 12.9 MB
+///    message, Open MPI 4.1 vader/CMA, session 17, docs/validate-host.md): one-way 1.0-1.7 ms
+///    with the same buffers every call, 1.9-2.9 ms rotated over 40 buffers; rotated over 1..64
+///    buffers the time rises until ~50 MB per side and stays. WeiPipe's exchanges in the
+///    localhost-cpu runs took 2.0-2.5 ms per message pair, the hot curve's 1.5 ms. So calibration
+///    measures both ends and the simulator places each transfer between them by its reuse
+///    distance (sim/network/mpi_shm.h).
 /// Ranks that do not take part wait without spinning (MPI_Ibarrier + the yielding wait), so they
 /// leave their cores to the ranks that measure.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <mpi.h>
@@ -53,5 +66,15 @@ Expected<SimTime> time_per_op(const ir::Program& program, Backend& backend, doub
 
 /// A barrier that sleeps instead of spinning (MPI_Ibarrier, then mpi_ops.h's wait).
 Status quiet_barrier(MPI_Comm comm);
+
+/// A cold curve's buffer rotation: the `call`-th call of `bytes` uses the bytes at this offset of
+/// each pool (send and receive), set call mod S of S = max(2, pool_bytes / stride) page-aligned
+/// sets of `stride` = bytes rounded up to 4 KiB: consecutive calls touch different bytes, and
+/// a set comes back after the others (at least pool_bytes - stride of them) were touched.
+std::uint64_t cold_offset(std::uint64_t bytes, std::uint64_t call, std::uint64_t pool_bytes);
+/// The rotation's stride for `bytes`: bytes rounded up to whole 4 KiB pages (at least one).
+std::uint64_t cold_stride(std::uint64_t bytes);
+/// Bytes each pool needs so that cold_offset(b, k, pool_bytes) + b fits for every b <= largest.
+std::uint64_t cold_pool_capacity(std::uint64_t pool_bytes, std::uint64_t largest);
 
 }  // namespace tawpipe::exec::host

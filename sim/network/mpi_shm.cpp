@@ -132,6 +132,7 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
         break;
     }
     c.ranks = m.ranks;
+    if (m.cold_pool) c.cold_pool = static_cast<double>(m.cold_pool->count());
     const bool with_cpu = std::all_of(m.points.begin(), m.points.end(),
                                       [](const profile::CommPoint& pt) { return pt.cpu; });
     for (const profile::CommPoint& pt : m.points) {
@@ -155,6 +156,14 @@ MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double bet
   curves_.erase(std::remove_if(curves_.begin(), curves_.end(),
                                [](const ShmCurve& c) { return c.points.empty(); }),
                 curves_.end());
+  for (const ShmCurve& c : curves_)
+    cold_pool_ = std::max(cold_pool_, c.cold_pool);
+}
+
+double cold_fraction(double since, double cold_pool) {
+  if (!(cold_pool > 0.0)) return 0.0;
+  if (since < 0.0) return 1.0;
+  return std::min(since / cold_pool, 1.0);
 }
 
 const ShmCurve* MpiShmModel::find(ShmOp op, int ranks, bool one_core) const {
@@ -162,7 +171,7 @@ const ShmCurve* MpiShmModel::find(ShmOp op, int ranks, bool one_core) const {
   // for members on one core, at its own rank count).
   const ShmCurve* best = nullptr;
   for (const ShmCurve& c : curves_) {
-    if (c.op != op) continue;
+    if (c.op != op || c.cold_pool > 0.0) continue;
     if (c.one_core && (!one_core || c.ranks != ranks)) continue;
     if (best == nullptr || std::abs(c.ranks - ranks) < std::abs(best->ranks - ranks) ||
         (c.ranks == best->ranks && c.one_core))
@@ -171,19 +180,40 @@ const ShmCurve* MpiShmModel::find(ShmOp op, int ranks, bool one_core) const {
   return best;
 }
 
+const ShmCurve* MpiShmModel::find_cold(const ShmCurve& hot) const {
+  for (const ShmCurve& c : curves_) {
+    if (c.cold_pool > 0.0 && c.op == hot.op && c.ranks == hot.ranks && c.one_core == hot.one_core)
+      return &c;
+  }
+  return nullptr;
+}
+
+ShmCost MpiShmModel::blended(const ShmCurve& hot, double bytes, int per_core, double cold) const {
+  const ShmCost h = split(hot, bytes, per_core);
+  const ShmCurve* c = cold > 0.0 ? find_cold(hot) : nullptr;
+  if (c == nullptr || bytes < c->points.front().first || c->cpu.empty() != hot.cpu.empty())
+    return h;
+  const ShmCost k = split(*c, bytes, per_core);
+  const double f = std::clamp(cold, 0.0, 1.0);
+  auto mix = [f](SimTime a, SimTime b) {
+    return seconds_up(a.seconds() + f * (b.seconds() - a.seconds()));
+  };
+  return {mix(h.latency, k.latency), mix(h.work, k.work), h.per_member};
+}
+
 bool MpiShmModel::measured(ShmOp op) const {
   return std::any_of(curves_.begin(), curves_.end(), [&](const ShmCurve& c) { return c.op == op; });
 }
 
-ShmCost MpiShmModel::p2p(double bytes, bool one_core) const {
+ShmCost MpiShmModel::p2p(double bytes, bool one_core, double cold) const {
   // A one-core curve's CPU time is one rank's per round trip, as on two cores (what the message
   // costs sender and receiver together): its turns on the core are that work, no second share.
-  if (const ShmCurve* c = find(ShmOp::sendrecv, 2, one_core)) return split(*c, bytes, 1);
+  if (const ShmCurve* c = find(ShmOp::sendrecv, 2, one_core)) return blended(*c, bytes, 1, cold);
   return {alpha_, seconds_up(bytes / beta_)};
 }
 
-ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks,
-                                bool one_core) const {
+ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core,
+                                double cold) const {
   const ShmOp op = shm_op(kind);
   const Steps want = ring_steps(op, bytes, ranks);
   if (const ShmCurve* c = find(op, ranks, one_core)) {
@@ -194,7 +224,7 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
     if (c->one_core) {
       per_core = op == ShmOp::broadcast ? c->ranks - 1 : op == ShmOp::reduce ? 1 : c->ranks;
     }
-    const ShmCost measured = split(*c, bytes, per_core);
+    const ShmCost measured = blended(*c, bytes, per_core, cold);
     if (c->ranks == ranks) return measured;
     // Another rank count: scale its latency by the step counts and its copy work by the bytes
     // each member moves in sequence.
@@ -209,9 +239,10 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
           seconds_up(want.count * want.chunk_bytes / beta_)};
 }
 
-std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core) const {
-  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core);
-  const ShmCost message = p2p(bytes, one_core);
+std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core,
+                                                    double cold) const {
+  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core, cold);
+  const ShmCost message = p2p(bytes, one_core, cold);
   if (!whole.per_member || !message.per_member || ranks < 2) return std::nullopt;
   const SimTime copies = message.work * (ranks - 1);
   return whole.work > copies ? whole.work - copies : SimTime();

@@ -30,6 +30,13 @@
 /// reduce_sum_work. Curves without CPU times (older profiles) count
 /// everything past the smallest size's time as work: latency = T(smallest), work = T(b) - that.
 ///
+/// Cache state: calibration measures every curve hot (the same buffers every call) and at 1-16
+/// MiB cold (buffers rotated over a pool past the caches, profile cold_pool). A transfer's
+/// latency and work lie between the two by the cold share of its buffers (cold_fraction of the
+/// bytes their host touched since their last use, sim/run/host_cpu.cpp): WeiPipe forwards a
+/// weight block a backward after it posted it (cold), TawPipe broadcasts a block it has just
+/// received (hot). Below the cold curve's smallest size, and without cold curves, the hot curve.
+///
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
 /// entries with scope shared_memory; members that all share one core prefer a curve of their rank
 /// count with scope shared_core, measured so, where k counts the members that copy there), made
@@ -72,6 +79,9 @@ struct ShmCurve {
   /// Measured with every member on one core (profile scope shared_core), not spread over the
   /// host's cores (shared_memory).
   bool one_core = false;
+  /// Measured cold (profile cold_pool): each call's buffers rotated over `cold_pool` bytes per
+  /// rank; 0: hot (the same buffers every call).
+  double cold_pool = 0.0;
   std::vector<std::pair<double, SimTime>> points;  ///< (bytes, time)
   /// (bytes, CPU time) at the same sizes, or empty when the profile measured none.
   std::vector<std::pair<double, SimTime>> cpu;
@@ -96,29 +106,54 @@ class MpiShmModel {
               int cores_per_host = 1);
 
   /// One message; `work` is due on the receiver's core. `one_core`: sender and receiver share a
-  /// core (then a curve measured so is preferred).
-  ShmCost p2p(double bytes, bool one_core = false) const;
+  /// core (then a curve measured so is preferred). `cold`: the share of the transfer's buffers
+  /// out of the caches, in [0, 1] (cold_fraction): the cost lies that far from the hot curve's
+  /// to the cold one's, where the profile has a cold curve at this size.
+  ShmCost p2p(double bytes, bool one_core = false, double cold = 0.0) const;
   /// One collective; `work` is one member's, due on each copying member's core (a core with m
   /// copying members owes m x work). `one_core`: every member is on one core (then a curve
-  /// measured so is preferred).
-  ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core = false) const;
+  /// measured so is preferred). `cold`: as for p2p.
+  ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core = false,
+                     double cold = 0.0) const;
   /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
   /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
   /// the root's core as each member posts), then sums them. Returns the root's core work past
   /// those copies: the reduce curve's CPU time less `ranks` - 1 messages' CPU time, at least 0
   /// (the sums, and the root's share of the waits). Empty when the reduce or the message curve
   /// has no CPU times (then only the whole call's cost is known).
-  std::optional<SimTime> reduce_sum_work(double bytes, int ranks, bool one_core = false) const;
+  std::optional<SimTime> reduce_sum_work(double bytes, int ranks, bool one_core = false,
+                                         double cold = 0.0) const;
   /// True when `op` has a measured curve (for reports).
   bool measured(ShmOp op) const;
+  /// The bytes the cold curves' buffers rotated over (the largest of them), 0 without cold
+  /// curves: a buffer is wholly cold once its host has touched this many bytes since its last
+  /// use (cold_fraction).
+  double cold_pool() const { return cold_pool_; }
 
  private:
+  /// The hot curve for `op` on `ranks` ranks (the nearest measured count, see the file's head).
   const ShmCurve* find(ShmOp op, int ranks, bool one_core) const;
+  /// The cold curve measured like `hot` (op, ranks, placement), or null.
+  const ShmCurve* find_cold(const ShmCurve& hot) const;
+  /// `hot`'s cost at `bytes`, moved a `cold` share towards its cold curve's where that curve
+  /// reaches down to `bytes`.
+  ShmCost blended(const ShmCurve& hot, double bytes, int per_core, double cold) const;
   std::vector<ShmCurve> curves_;
   SimTime alpha_;
   double beta_ = 1.0;
   int cores_ = 1;
+  double cold_pool_ = 0.0;
 };
+
+/// The cold share of a buffer whose host has touched `since` bytes (the reuse distance: bytes
+/// its ranks' ops read and wrote since the buffer's last use) with cold curves measured over
+/// `cold_pool` bytes: since / cold_pool, at most 1; 1 for a buffer never used (negative
+/// `since`). A calibration buffer rotated over the pool comes back after ~cold_pool bytes of
+/// the others, so a buffer that far back is as cold as the cold curve's; one used last is as hot
+/// as the hot curve's (the same buffers every call); in between the time rises about linearly
+/// with the pool (docs/validate-host.md: a 12.9 MB message rotated over 1, 2, 3, 4 buffers took
+/// 1.08, 1.37, 1.60, 1.75 ms, then 1.8-1.9 up to 64).
+double cold_fraction(double since, double cold_pool);
 
 /// The shared-memory curves of `profile` (may be null): its `communication` entries with scope
 /// shared_memory or shared_core. A version-1 profile has none.

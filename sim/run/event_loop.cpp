@@ -84,6 +84,7 @@ void Executor::start_op(std::size_t g) {
 }
 
 void Executor::complete_op(std::size_t g) {
+  if (!last_touch_.empty()) note_touch(g);
   RtOp& op = rt_[g];
   const ir::Rank r = op.rank;
   if (is_compute(op.kind)) {

@@ -231,6 +231,15 @@ class Executor {
   void plan_zeroing();
   /// Starts alloc op `g`'s zeroing on its rank's core (zero_bytes_[g] > 0).
   void start_zeroing(std::size_t g);
+  /// CPU topologies whose profile has cold curves: sizes the reuse-distance tables (prepare()).
+  void plan_warmth();
+  /// Op `g` completed: adds the bytes it moved to its host's count and marks its buffers used.
+  void note_touch(std::size_t g);
+  /// The cold share (sim/network/mpi_shm.h cold_fraction) of op `g`'s buffers, their mean; 0
+  /// without cold curves.
+  double cold_share(std::size_t g) const;
+  /// The mean cold share of instance `in`'s members' buffers.
+  double instance_cold_share(const Instance& in) const;
   /// CPU topologies: whether every member of instance `in` is on one core (the shared-memory
   /// model then prefers curves measured so, sim/network/mpi_shm.h).
   bool on_one_core(const Instance& in) const;
@@ -408,6 +417,13 @@ class Executor {
   /// (common/ir/zeroing.h; empty otherwise), and that rate.
   std::vector<std::uint64_t> zero_bytes_;
   double zero_bytes_per_second_ = 0.0;
+  /// CPU topologies with cold curves (plan_warmth): by host, the bytes its ranks' completed ops
+  /// moved so far; by (rank, buffer) at buffer_offset_[rank] + buffer, that count at the
+  /// buffer's last use (-1: never used).
+  std::vector<double> host_touched_;
+  std::vector<double> last_touch_;
+  std::vector<std::size_t> buffer_offset_;
+  std::vector<int> host_of_rank_;
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.

@@ -97,6 +97,78 @@ void Executor::plan_zeroing() {
   }
 }
 
+void Executor::plan_warmth() {
+  if (!shm_ || !(shm_->cold_pool() > 0.0)) return;
+  const int cores = topology_.host_cpu()->cores_per_host;
+  buffer_offset_.assign(active_ranks_ + 1, 0);
+  host_of_rank_.assign(active_ranks_, 0);
+  int hosts = 1;
+  for (std::size_t r = 0; r < active_ranks_; ++r) {
+    buffer_offset_[r + 1] = buffer_offset_[r] + program_.ranks[r].buffers.size();
+    host_of_rank_[r] = topology_.core_of(program_.header.placement[r]) / std::max(cores, 1);
+    hosts = std::max(hosts, host_of_rank_[r] + 1);
+  }
+  host_touched_.assign(static_cast<std::size_t>(hosts), 0.0);
+  last_touch_.assign(buffer_offset_.back(), -1.0);
+}
+
+void Executor::note_touch(std::size_t g) {
+  // The bytes an op moves through its host's caches: a compute op's memory traffic (the kernel
+  // model's bytes, common/model/kernels.h), a copy's source and destination, a transfer's
+  // message, an alloc's zero fill. The host's ranks share its caches, so every rank's ops count.
+  const auto r = static_cast<std::size_t>(rt_[g].rank);
+  const ir::Op& op = op_at(g);
+  double moved = 0.0;
+  switch (op.kind) {
+    case ir::OpKind::compute:
+      if (op.cost != ir::kNone) {
+        for (const double b : program_.costs[idx(op.cost)].bytes)
+          moved += b;
+      }
+      break;
+    case ir::OpKind::copy:
+      moved = 2.0 * static_cast<double>(op.bytes);
+      break;
+    case ir::OpKind::alloc:
+      if (zero_bytes_.empty() || zero_bytes_[g] == 0) return;  // hands out, touches nothing
+      moved = static_cast<double>(zero_bytes_[g]);
+      break;
+    case ir::OpKind::free:
+      return;
+    default:
+      moved = static_cast<double>(rt_[g].bytes);
+      break;
+  }
+  double& touched = host_touched_[static_cast<std::size_t>(host_of_rank_[r])];
+  touched += moved;
+  const ir::RankProgram& rp = program_.ranks[r];
+  for (const ir::BufferId b : ir::reads(rp, op))
+    if (b != ir::kNone) last_touch_[buffer_offset_[r] + idx(b)] = touched;
+  for (const ir::BufferId b : ir::writes(rp, op))
+    if (b != ir::kNone) last_touch_[buffer_offset_[r] + idx(b)] = touched;
+}
+
+double Executor::cold_share(std::size_t g) const {
+  if (last_touch_.empty()) return 0.0;
+  const auto r = static_cast<std::size_t>(rt_[g].rank);
+  const ir::RankProgram& rp = program_.ranks[r];
+  const ir::Op& op = op_at(g);
+  const double touched = host_touched_[static_cast<std::size_t>(host_of_rank_[r])];
+  double sum = 0.0;
+  int n = 0;
+  auto add = [&](ir::BufferId b) {
+    if (b == ir::kNone) return;
+    const double last = last_touch_[buffer_offset_[r] + idx(b)];
+    sum += cold_fraction(last < 0.0 ? -1.0 : touched - last, shm_->cold_pool());
+    ++n;
+  };
+  for (const ir::BufferId b : ir::reads(rp, op))
+    add(b);
+  for (const ir::BufferId b : ir::writes(rp, op))
+    add(b);
+  return n > 0 ? sum / n : 0.0;
+}
+
 void Executor::start_zeroing(std::size_t g) {
   // The interpreter's thread fills the buffers when it issues the alloc (exec/host/
   // host_backend.cpp issue) and issues nothing else meanwhile; the ops after the alloc on its
@@ -239,10 +311,22 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
 void Executor::start_p2p_shm(std::size_t send_g) {
   const RtOp& op = rt_[send_g];
   const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
-  const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core);
+  // The copy reads the sender's buffer and writes the receiver's: their mean cold share.
+  const double cold = 0.5 * (cold_share(send_g) + cold_share(idx(op.link)));
+  const ShmCost cost =
+      shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core, cold);
   const SimTime delay = cost.latency + op_overhead_;
   cores_->start(std::span<const int>(&core, 1), delay,
                 on_core(core, engine_.now() + delay, cost.work), kP2pToken | send_g);
+}
+
+double Executor::instance_cold_share(const Instance& in) const {
+  if (last_touch_.empty()) return 0.0;
+  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+  double sum = 0.0;
+  for (std::size_t m = 0; m < n; ++m)
+    sum += cold_share(idx(inst_ops_[in.ops_offset + m]));
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
 bool Executor::on_one_core(const Instance& in) const {
@@ -307,6 +391,9 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
   const Instance& in = instances_[inst];
   const auto& members = program_.communicators[idx(in.comm)].members;
   const double bytes = static_cast<double>(rt_[idx(inst_ops_[in.ops_offset + pos])].bytes);
+  // Between the root's buffer and this member's: their mean cold share.
+  const double cold = 0.5 * (cold_share(idx(inst_ops_[in.ops_offset + idx(in.root_member)])) +
+                             cold_share(idx(inst_ops_[in.ops_offset + pos])));
   ShmCost cost;
   int core = 0;
   if (in.member_start == kStartBroadcastLinear) {
@@ -314,11 +401,11 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
     // member's cost in the broadcast curve: calibration's members posted at once and took turns
     // on shared cores, which the cores' sharing here reproduces (sim/network/mpi_shm.h).
     cost = shm_->collective(ir::CollectiveKind::broadcast, bytes, static_cast<int>(members.size()),
-                            on_one_core(in));
+                            on_one_core(in), cold);
     core = core_of_rank(members[pos]);
   } else {
     // The root receives this member's buffer: one message, copied on the root's core.
-    cost = shm_->p2p(bytes, on_one_core(in));
+    cost = shm_->p2p(bytes, on_one_core(in), cold);
     core = core_of_rank(members[idx(in.root_member)]);
   }
   const SimTime delay = cost.latency + op_overhead_;
@@ -344,9 +431,10 @@ void Executor::member_job_done(std::uint32_t inst, std::size_t pos) {
       // preempts a compute thread there when it starts (EEVDF's short-slice preemption) and
       // then shares the core by EEVDF; modelled as a copy (it keeps the core until done): the
       // cores' model has one slice for every thread (sim/run/core_sharing.h).
-      const SimTime sum = shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes),
-                                                static_cast<int>(n), on_one_core(in))
-                              .value_or(SimTime());
+      const SimTime sum =
+          shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes), static_cast<int>(n),
+                                on_one_core(in), instance_cold_share(in))
+              .value_or(SimTime());
       if (sum > SimTime()) {
         const int core = core_of_rank(members[root]);
         cores_->start(std::span<const int>(&core, 1), SimTime(), on_core(core, engine_.now(), sum),
@@ -379,7 +467,7 @@ void Executor::start_collective_shm(std::uint32_t inst) {
   }
   const ShmCost cost =
       shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
-                       static_cast<int>(members.size()), on_one_core(in));
+                       static_cast<int>(members.size()), on_one_core(in), instance_cold_share(in));
   // With one member's CPU time, a core with m copying members owes m members' work (they take
   // turns on it); the job runs on all those cores at the rate of the slowest share, so it
   // carries the largest m.

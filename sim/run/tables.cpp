@@ -334,7 +334,10 @@ Status Executor::prepare() {
   }
   TAWPIPE_TRY(build_units());
   if (shm_) unit_last_done_.assign(units_.size(), SimTime());  // charge_wakeups
-  if (cores_) plan_zeroing();
+  if (cores_) {
+    plan_zeroing();
+    plan_warmth();
+  }
   build_comm_order();
   TAWPIPE_TRY(build_p2p());
   TAWPIPE_TRY(build_collectives());

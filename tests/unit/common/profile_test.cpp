@@ -41,6 +41,8 @@ communication:
      points: [{size: 4KiB, time: 12us, cpu: 7us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
   - {op: broadcast, scope: shared_core, ranks: 2,
      points: [{size: 4KiB, time: 30us, cpu: 10us}, {size: 16MiB, time: 4ms, cpu: 2ms}]}
+  - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,
+     points: [{size: 1MiB, time: 300us, cpu: 250us}, {size: 16MiB, time: 7ms, cpu: 6ms}]}
 host:
   cores_per_host: 2
   ranks_per_core: 2
@@ -83,7 +85,7 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(d.ranks->count, 24);
   EXPECT_DOUBLE_EQ(d.ranks->spread, 0.03);
   EXPECT_EQ(d.ranks->outliers, std::vector<int>{17});
-  ASSERT_EQ(p->communication.size(), 4u);
+  ASSERT_EQ(p->communication.size(), 5u);
   EXPECT_EQ(p->communication[0].op, CommOp::all_reduce);
   EXPECT_EQ(p->communication[0].scope, CommScope::intra_node);
   EXPECT_EQ(p->communication[0].ranks, 8);
@@ -93,6 +95,9 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_FALSE(p->communication[1].points[0].cpu.has_value());
   EXPECT_EQ(p->communication[2].points[1].cpu, SimTime::ms(3));
   EXPECT_EQ(p->communication[3].scope, CommScope::shared_core);
+  EXPECT_FALSE(p->communication[3].cold_pool.has_value());
+  EXPECT_EQ(p->communication[4].cold_pool, Bytes::mib(64));
+  EXPECT_EQ(p->communication[4].points[0].time, SimTime::us(300));
   EXPECT_EQ(p->host->cores_per_host, 2);
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
@@ -213,6 +218,12 @@ TEST(ProfileV2, ErrorsCarryLocationKeyPathAndSuggestion) {
       "format_version: 2\ncommunication:\n  - {op: sendrecv, scope: inter_node, ranks: "
       "2, points: [{size: 2MiB, time: 1us}, {size: 1MiB, time: 1us}]}\n");
   EXPECT_NE(e.message.find("increasing size"), std::string::npos) << e.to_string();
+
+  e = error_of(
+      "format_version: 2\ncommunication:\n  - {op: sendrecv, scope: shared_memory, ranks: "
+      "2, cold_pool: 0B, points: [{size: 1MiB, time: 1us}]}\n");
+  EXPECT_EQ(e.key_path, "communication[0].cold_pool");
+  EXPECT_NE(e.message.find("must be positive"), std::string::npos) << e.to_string();
 
   e = error_of("format_version: 2\nbackend: gpu\n");
   EXPECT_EQ(e.key_path, "backend");

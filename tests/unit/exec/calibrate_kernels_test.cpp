@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/model/presets.h"
+#include "exec/host/calibrate_comm.h"
 #include "exec/host/calibrate_kernels.h"
 #include "exec/math/dims.h"
 
@@ -116,6 +117,34 @@ TEST(CalibrateKernels, PointsAreSortedAndCarryTheMeasuredBandwidth) {
   EXPECT_EQ(r[1].bytes->count(), 4000000u);
   EXPECT_DOUBLE_EQ(r[1].bandwidth->bytes_per_second(), 2e9);
   EXPECT_FALSE(r[0].flat());
+}
+
+// The cold communication curves' buffer rotation (exec/host/calibrate_comm.h): consecutive calls
+// use different page-aligned sets, a set comes back only after the pool's others, and every
+// set lies inside the pools calibration allocates.
+TEST(CalibrateComm, ColdRotationCyclesThroughThePool) {
+  constexpr std::uint64_t kPool = 64ull << 20;
+  EXPECT_EQ(cold_stride(1), 4096u);
+  EXPECT_EQ(cold_stride(4096), 4096u);
+  EXPECT_EQ(cold_stride(1 << 20), 1u << 20);
+  EXPECT_EQ(cold_stride((1 << 20) + 1), (1u << 20) + 4096u);
+  for (const std::uint64_t bytes : {1ull << 20, 4ull << 20, 12853248ull, 16ull << 20}) {
+    const std::uint64_t sets = kPool / cold_stride(bytes);
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t call = 0; call < sets; ++call) {
+      const std::uint64_t at = cold_offset(bytes, call, kPool);
+      EXPECT_EQ(at % 4096, 0u);
+      EXPECT_LE(at + bytes, cold_pool_capacity(kPool, 16ull << 20)) << bytes << " " << call;
+      seen.insert(at);
+    }
+    EXPECT_EQ(seen.size(), sets) << bytes;  // every set once per cycle
+    EXPECT_EQ(cold_offset(bytes, sets, kPool), cold_offset(bytes, 0, kPool));
+    EXPECT_GE(static_cast<double>(sets * bytes), 0.75 * static_cast<double>(kPool)) << bytes;
+  }
+  // A message larger than half the pool still alternates between two sets.
+  EXPECT_NE(cold_offset(48ull << 20, 0, kPool), cold_offset(48ull << 20, 1, kPool));
+  EXPECT_LE(cold_offset(48ull << 20, 1, kPool) + (48ull << 20),
+            cold_pool_capacity(kPool, 48ull << 20));
 }
 
 }  // namespace

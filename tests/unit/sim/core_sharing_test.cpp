@@ -221,6 +221,43 @@ TEST(MpiShm, OneCoreCurvesServeMembersOnOneCore) {
             ms(0.6));
 }
 
+TEST(MpiShm, ColdShareMovesTheCostTowardsTheColdCurve) {
+  // A message hot: 1 ms (0.8 ms of CPU) at 1 MiB; cold (buffers rotated over 64 MiB): 2 ms
+  // (1.6 ms of CPU), measured from 1 MiB up.
+  ShmCurve hot;
+  hot.op = ShmOp::sendrecv;
+  hot.points = {{8.0, ms(0.01)}, {1048576.0, ms(1.0)}};
+  hot.cpu = {{8.0, ms(0.005)}, {1048576.0, ms(0.8)}};
+  ShmCurve cold = hot;
+  cold.cold_pool = 64.0 * 1048576.0;
+  cold.points = {{1048576.0, ms(2.0)}, {4194304.0, ms(8.0)}};
+  cold.cpu = {{1048576.0, ms(1.6)}, {4194304.0, ms(6.4)}};
+  const MpiShmModel m({hot, cold}, SimTime(), 1e9, 2);
+  EXPECT_DOUBLE_EQ(m.cold_pool(), 64.0 * 1048576.0);
+  EXPECT_EQ(m.p2p(1048576.0, false, 0.0).work, ms(0.8));
+  EXPECT_EQ(m.p2p(1048576.0, false, 0.0).latency, ms(0.2));
+  EXPECT_EQ(m.p2p(1048576.0, false, 1.0).work, ms(1.6));
+  EXPECT_EQ(m.p2p(1048576.0, false, 1.0).latency, ms(0.4));
+  EXPECT_EQ(m.p2p(1048576.0, false, 0.5).work, ms(1.2));
+  // Below the cold curve's smallest size the hot curve, however cold.
+  EXPECT_EQ(m.p2p(8.0, false, 1.0).latency, m.p2p(8.0, false, 0.0).latency);
+  // The cold curve never serves as a hot one: without cold share the hot figures.
+  EXPECT_EQ(m.p2p(4194304.0, false, 0.0).work, m.p2p(4194304.0).work);
+  EXPECT_GT(m.p2p(4194304.0, false, 1.0).work, m.p2p(4194304.0).work);
+  // A model without cold curves ignores the share.
+  const MpiShmModel hot_only({hot}, SimTime(), 1e9, 2);
+  EXPECT_DOUBLE_EQ(hot_only.cold_pool(), 0.0);
+  EXPECT_EQ(hot_only.p2p(1048576.0, false, 1.0).work, ms(0.8));
+}
+
+TEST(MpiShm, ColdFractionIsTheReuseDistanceOverThePool) {
+  EXPECT_DOUBLE_EQ(cold_fraction(0.0, 64.0), 0.0);
+  EXPECT_DOUBLE_EQ(cold_fraction(16.0, 64.0), 0.25);
+  EXPECT_DOUBLE_EQ(cold_fraction(640.0, 64.0), 1.0);
+  EXPECT_DOUBLE_EQ(cold_fraction(-1.0, 64.0), 1.0);  // never used
+  EXPECT_DOUBLE_EQ(cold_fraction(640.0, 0.0), 0.0);  // no cold curves
+}
+
 // Time slices (start_sliced, slice 20 ms): compute threads share a core by EEVDF.
 struct SlicedHarness {
   Engine engine;

@@ -730,6 +730,55 @@ TEST(Executor, HostAllocZeroesWhatItsFirstUseReads) {
   EXPECT_EQ(compute_start(false, true).first, SimTime());
 }
 
+// A message's cost lies between the hot and the cold curve by the bytes its host moved since its
+// buffers were last used (sim/network/mpi_shm.h cold_fraction): sent right after the op that
+// wrote it, it takes the hot curve's time; sent after an op that streams 1 GB, the cold one's.
+TEST(Executor, HostMessageAfterALargeOpTakesTheColdCurve) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  constexpr std::uint64_t kMsg = 4 << 20;
+  auto send_time = [&](bool stream_between, bool cold_curve) {
+    ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+    const ir::CommId pair = b.communicator("pair", {0, 1});
+    const ir::BufferId w = b.buffer(1, "w", Bytes(kMsg), ir::BufferRole::weights, true);
+    const ir::BufferId other = b.buffer(1, "x", Bytes(kMsg), ir::BufferRole::activation, true);
+    const ir::BufferId r = b.buffer(0, "r", Bytes(kMsg), ir::BufferRole::weights, true);
+    const ir::CostId flops_only = b.cost(testing::gemm_cost(1e6));
+    ir::Cost streaming = testing::gemm_cost(1e6);
+    streaming.bytes[static_cast<std::size_t>(ir::OpClass::elementwise)] = 1e9;
+    const ir::CostId big = b.cost(streaming);
+    b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, flops_only, {}, {r});
+    b.recv(0, 0, 1, pair, Bytes(kMsg), r);
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, flops_only, {}, {w});
+    if (stream_between) b.compute(1, 0, ir::ComputeKind::forward, 1, 2, 0, big, {}, {other});
+    b.send(1, 0, 0, pair, Bytes(kMsg), w);
+    const ir::Program p = std::move(b).finish();
+    profile::Profile prof = one_rank_per_core(SimTime());
+    profile::CommMeasurement hot{profile::CommOp::sendrecv,
+                                 profile::CommScope::shared_memory,
+                                 2,
+                                 {{Bytes(8), SimTime::us(10), SimTime::us(5)},
+                                  {Bytes(kMsg), SimTime::ms(1), SimTime::us(500)}}};
+    prof.communication.push_back(hot);
+    if (cold_curve) {
+      profile::CommMeasurement cold = hot;
+      cold.cold_pool = Bytes::mib(64);
+      cold.points = {{Bytes::mib(1), SimTime::us(800), SimTime::us(400)},
+                     {Bytes(kMsg), SimTime::ms(3), SimTime::us(1500)}};
+      prof.communication.push_back(cold);
+    }
+    SimOptions o;
+    o.record_ops = true;
+    o.profile = prof;
+    auto res = simulate(p, t, o);
+    EXPECT_TRUE(res.ok()) << (res.ok() ? "" : res.error().to_string());
+    const report::OpRecord send = first_op(p, *res, 1, ir::OpKind::send);
+    return send.end - send.start;
+  };
+  EXPECT_EQ(send_time(false, true), SimTime::ms(1));
+  EXPECT_EQ(send_time(true, true), SimTime::ms(3));
+  EXPECT_EQ(send_time(true, false), SimTime::ms(1));
+}
+
 // libnbc pipelines a chain on more than 4 ranks: a broadcast on 3x2-cpu's 6 ranks starts as a
 // whole at its last member's post, all members ending together.
 TEST(Executor, HostBroadcastOnMoreThanFourRanksStartsWhole) {
