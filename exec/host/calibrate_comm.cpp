@@ -49,9 +49,7 @@ class ColdBuffers {
   }
   std::uint64_t pool() const { return pool_; }
   /// How many buffers the calls of `bytes` rotate through.
-  std::uint64_t sets(std::uint64_t bytes) const {
-    return std::max<std::uint64_t>(pool_ / cold_stride(bytes), 2);
-  }
+  std::uint64_t sets(std::uint64_t bytes) const { return cold_sets(bytes, pool_); }
 
  private:
   std::uint64_t pool_ = 0;
@@ -201,14 +199,19 @@ std::uint64_t cold_stride(std::uint64_t bytes) {
   return std::max<std::uint64_t>(1, (bytes + kPage - 1) / kPage) * kPage;
 }
 
+std::uint64_t cold_sets(std::uint64_t bytes, std::uint64_t pool_bytes) {
+  // The kernels' cold figures' rotation count (calibrate_kernels.h), over page-aligned sets.
+  return rotation_sets(static_cast<double>(cold_stride(bytes)), true,
+                       static_cast<double>(pool_bytes));
+}
+
 std::uint64_t cold_pool_capacity(std::uint64_t pool_bytes, std::uint64_t largest) {
-  return std::max(pool_bytes, 2 * cold_stride(largest));
+  // ceil(pool / stride) sets of a stride <= largest's end before pool + that stride.
+  return std::max(pool_bytes + cold_stride(largest), 2 * cold_stride(largest));
 }
 
 std::uint64_t cold_offset(std::uint64_t bytes, std::uint64_t call, std::uint64_t pool_bytes) {
-  const std::uint64_t stride = cold_stride(bytes);
-  const std::uint64_t sets = std::max(pool_bytes / stride, std::uint64_t{2});
-  return call % sets * stride;
+  return call % cold_sets(bytes, pool_bytes) * cold_stride(bytes);
 }
 
 Status quiet_barrier(MPI_Comm comm) {

@@ -68,10 +68,13 @@ Expected<SimTime> time_per_op(const ir::Program& program, Backend& backend, doub
 Status quiet_barrier(MPI_Comm comm);
 
 /// A cold curve's buffer rotation: the `call`-th call of `bytes` uses the bytes at this offset of
-/// each pool (send and receive), set call mod S of S = max(2, pool_bytes / stride) page-aligned
-/// sets of `stride` = bytes rounded up to 4 KiB: consecutive calls touch different bytes, and
-/// a set comes back after the others (at least pool_bytes - stride of them) were touched.
+/// each pool (send and receive), set call mod cold_sets of page-aligned sets of `stride` = bytes
+/// rounded up to 4 KiB: consecutive calls touch different bytes, and a set comes back after the
+/// others (at least pool_bytes - stride of them) were touched.
 std::uint64_t cold_offset(std::uint64_t bytes, std::uint64_t call, std::uint64_t pool_bytes);
+/// How many sets the calls of `bytes` rotate through: max(2, ceil(pool_bytes / stride)), as the
+/// cold kernel figures rotate (calibrate_kernels.h rotation_sets).
+std::uint64_t cold_sets(std::uint64_t bytes, std::uint64_t pool_bytes);
 /// The rotation's stride for `bytes`: bytes rounded up to whole 4 KiB pages (at least one).
 std::uint64_t cold_stride(std::uint64_t bytes);
 /// Bytes each pool needs so that cold_offset(b, k, pool_bytes) + b fits for every b <= largest.

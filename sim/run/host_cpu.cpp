@@ -14,6 +14,7 @@
 // host.wakeup_cost, measured by calibration).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "common/host_wait.h"
 #include "common/ir/zeroing.h"
@@ -32,6 +33,13 @@ constexpr std::uint64_t kMemberToken = kCollectiveToken | (1ull << 61);
 /// the root posts one send to every other member, every other member one receive from the root,
 /// all in one round. Larger communicators pipeline a chain of segments.
 constexpr int kLibnbcLinearBroadcastRanks = 4;
+
+/// Every buffer op `op` reads or writes: its reads then its writes, one run of the rank's
+/// buffer_pool (common/ir/program.h; ids verified in range).
+std::span<const ir::BufferId> touched_buffers(const ir::RankProgram& rp, const ir::Op& op) {
+  return std::span<const ir::BufferId>(rp.buffer_pool)
+      .subspan(op.buffers_offset, op.reads_count + op.writes_count);
+}
 
 }  // namespace
 
@@ -141,32 +149,21 @@ void Executor::note_touch(std::size_t g) {
   }
   double& touched = host_touched_[static_cast<std::size_t>(host_of_rank_[r])];
   touched += moved;
-  const ir::RankProgram& rp = program_.ranks[r];
-  for (const ir::BufferId b : ir::reads(rp, op))
-    if (b != ir::kNone) last_touch_[buffer_offset_[r] + idx(b)] = touched;
-  for (const ir::BufferId b : ir::writes(rp, op))
-    if (b != ir::kNone) last_touch_[buffer_offset_[r] + idx(b)] = touched;
+  for (const ir::BufferId b : touched_buffers(program_.ranks[r], op))
+    last_touch_[buffer_offset_[r] + idx(b)] = touched;
 }
 
 double Executor::cold_share(std::size_t g) const {
   if (last_touch_.empty()) return 0.0;
   const auto r = static_cast<std::size_t>(rt_[g].rank);
-  const ir::RankProgram& rp = program_.ranks[r];
-  const ir::Op& op = op_at(g);
   const double touched = host_touched_[static_cast<std::size_t>(host_of_rank_[r])];
+  const auto buffers = touched_buffers(program_.ranks[r], op_at(g));
   double sum = 0.0;
-  int n = 0;
-  auto add = [&](ir::BufferId b) {
-    if (b == ir::kNone) return;
+  for (const ir::BufferId b : buffers) {
     const double last = last_touch_[buffer_offset_[r] + idx(b)];
     sum += cold_fraction(last < 0.0 ? -1.0 : touched - last, shm_->cold_pool());
-    ++n;
-  };
-  for (const ir::BufferId b : ir::reads(rp, op))
-    add(b);
-  for (const ir::BufferId b : ir::writes(rp, op))
-    add(b);
-  return n > 0 ? sum / n : 0.0;
+  }
+  return buffers.empty() ? 0.0 : sum / static_cast<double>(buffers.size());
 }
 
 void Executor::start_zeroing(std::size_t g) {

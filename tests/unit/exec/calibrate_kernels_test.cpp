@@ -129,7 +129,8 @@ TEST(CalibrateComm, ColdRotationCyclesThroughThePool) {
   EXPECT_EQ(cold_stride(1 << 20), 1u << 20);
   EXPECT_EQ(cold_stride((1 << 20) + 1), (1u << 20) + 4096u);
   for (const std::uint64_t bytes : {1ull << 20, 4ull << 20, 12853248ull, 16ull << 20}) {
-    const std::uint64_t sets = kPool / cold_stride(bytes);
+    const std::uint64_t sets = cold_sets(bytes, kPool);
+    EXPECT_EQ(sets, (kPool + cold_stride(bytes) - 1) / cold_stride(bytes)) << bytes;
     std::set<std::uint64_t> seen;
     for (std::uint64_t call = 0; call < sets; ++call) {
       const std::uint64_t at = cold_offset(bytes, call, kPool);
