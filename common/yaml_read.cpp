@@ -122,11 +122,16 @@ std::optional<Ctx> MapReader::opt(std::string_view key) const {
 }
 
 std::vector<Ctx> seq_items(const Ctx& c, std::string_view what) {
+  return seq_items(c, what, static_cast<std::size_t>(kMaxListItems));
+}
+
+std::vector<Ctx> seq_items(const Ctx& c, std::string_view what, std::size_t max_items) {
   if (!c.node.IsSequence()) {
     fail(c, "expected a sequence (" + std::string(what) + "), got " + type_name(c.node));
   }
-  if (c.node.size() > static_cast<std::size_t>(kMaxListItems)) {
-    fail(c, "too many items in " + std::string(what));
+  if (c.node.size() > max_items) {
+    fail(c,
+         "too many items in " + std::string(what) + " (at most " + std::to_string(max_items) + ")");
   }
   std::vector<Ctx> out;
   std::size_t i = 0;

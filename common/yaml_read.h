@@ -69,6 +69,9 @@ class MapReader {
 
 /// Children of a sequence (at most kMaxListItems), each with path `parent[i]`.
 std::vector<Ctx> seq_items(const Ctx& c, std::string_view what);
+/// The same with another bound, for the few lists that are long by nature (a noise trace's
+/// quanta).
+std::vector<Ctx> seq_items(const Ctx& c, std::string_view what, std::size_t max_items);
 
 /// Keys (identifier-checked) and values of a mapping used as a dictionary of named entries
 /// (device_kinds, node_templates, links); duplicate names are errors.

@@ -64,6 +64,7 @@
 /// Absent fields keep the topology's values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -208,6 +209,11 @@ struct HostProfile {
 /// (sim/run/noise.h); `tawexec calibrate --backend host` measures it (exec/host/calibrate_noise.h).
 /// GPU topologies do not replay one yet.
 struct NoiseTrace {
+  /// At most this many quanta per unit. A pooled profile concatenates its calibrations' traces
+  /// (scripts/profiles.py): 16 calibrations of 4 s at ~0.75 ms quanta are ~85k, past the 65536
+  /// bound of other lists; 2^20 holds ~200 such calibrations and still bounds what a hostile file
+  /// makes the YAML parser allocate.
+  static constexpr std::size_t kMaxQuanta = std::size_t{1} << 20;
   std::string work;  ///< informational: what one quantum computes
   SimTime quantum;   ///< the reference duration: the median of every unit's quanta
   /// Per unit, in unit order: each quantum's duration / quantum, in the order they ran (> 0).

@@ -233,7 +233,7 @@ NoiseTrace parse_noise(const Ctx& c) {
   if (t.quantum <= SimTime()) yaml::fail(q, "a noise quantum must be longer than 0");
   for (const Ctx& unit : yaml::seq_items(m.at("units"), "noise traces, one per unit")) {
     std::vector<double> trace;
-    for (const Ctx& x : yaml::seq_items(unit, "a unit's quantum stretches"))
+    for (const Ctx& x : yaml::seq_items(unit, "a unit's quantum stretches", NoiseTrace::kMaxQuanta))
       trace.push_back(yaml::read_number(x, 0.0, 1e4, false, "a quantum's stretch"));
     if (trace.empty()) yaml::fail(unit, "a noise trace needs at least one quantum");
     t.units.push_back(std::move(trace));

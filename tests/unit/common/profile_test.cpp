@@ -175,6 +175,33 @@ links:
   EXPECT_NE(bad.error().message.find("needs format_version: 2"), std::string::npos);
 }
 
+// A pooled profile concatenates its calibrations' noise traces (scripts/profiles.py): 16
+// calibrations of ~5300 quanta per core are past the 65536 items other lists may hold, and must
+// still read; the general bound still holds for every other list.
+TEST(ProfileV2, NoiseTraceMayBeLongerThanOtherLists) {
+  std::string units = "[";
+  for (int i = 0; i < 100000; ++i)
+    units += (i ? ", " : "") + std::string(i % 7 ? "1" : "1.5");
+  units += "]";
+  auto p = read_profile_yaml("format_version: 2\nnoise: {quantum: 1ms, units: [" + units + "]}\n",
+                             "pooled.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  ASSERT_EQ(p->noise->units.size(), 1u);
+  ASSERT_EQ(p->noise->units[0].size(), 100000u);
+  EXPECT_DOUBLE_EQ(p->noise->units[0][7], 1.5);
+
+  std::string many = "[";
+  for (int i = 0; i <= 65536; ++i)
+    many += (i ? ", [1]" : "[1]");
+  many += "]";
+  auto bad = read_profile_yaml("format_version: 2\nnoise: {quantum: 1ms, units: " + many + "}\n",
+                               "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().key_path, "noise.units");
+  EXPECT_NE(bad.error().message.find("too many items"), std::string::npos)
+      << bad.error().to_string();
+}
+
 Error error_of(const std::string& text) {
   auto p = read_profile_yaml(text, "p.yaml");
   EXPECT_FALSE(p.ok()) << text;
