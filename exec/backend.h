@@ -40,11 +40,15 @@ namespace tawpipe::exec {
 /// backend uses CLOCK_MONOTONIC; interpreted relative to an iteration's start).
 using Nanos = std::int64_t;
 
-/// One finished op: when it started running and when it completed.
+/// One finished op: when it started running and when it completed; for a compute op or copy
+/// of the host backend also the CPU time its thread used meanwhile and how often another thread
+/// preempted it (report.h OpRecord::cpu; -1: not measured).
 struct Completion {
   ir::OpIndex op = ir::kNone;
   Nanos start = 0;
   Nanos end = 0;
+  Nanos cpu = -1;
+  std::int64_t preemptions = -1;
 };
 
 /// A machine that runs ops of one rank. Not thread-safe: the interpreter calls it from one

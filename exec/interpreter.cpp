@@ -222,7 +222,7 @@ Expected<IterationRecord> Interpreter::run_iteration(std::int64_t step) {
     for (const Completion& c : done) {
       const auto u = static_cast<std::size_t>(c.op);
       state[u] = State::done;
-      rec.ops[u] = OpTiming{c.op, c.start - rec.begin, c.end - rec.begin};
+      rec.ops[u] = OpTiming{c.op, c.start - rec.begin, c.end - rec.begin, c.cpu, c.preemptions};
       rec.end = std::max(rec.end, c.end);
       ++completed;
       --in_flight;

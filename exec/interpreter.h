@@ -32,6 +32,8 @@ struct OpTiming {
   ir::OpIndex op = ir::kNone;
   Nanos start = 0;
   Nanos end = 0;
+  Nanos cpu = -1;                 ///< Completion::cpu
+  std::int64_t preemptions = -1;  ///< Completion::preemptions
 };
 
 /// What one iteration measured on this rank.

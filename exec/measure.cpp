@@ -92,8 +92,15 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
     Nanos comm_sum = 0;
     for (const OpTiming& t : rec.ops) {
       const ir::Op& op = rp.ops[static_cast<std::size_t>(t.op)];
-      r.ops.push_back(
-          report::OpRecord{static_cast<ir::Rank>(rank), t.op, to_time(t.start), to_time(t.end)});
+      report::OpRecord& o = r.ops.emplace_back();
+      o.rank = static_cast<ir::Rank>(rank);
+      o.op = t.op;
+      o.start = to_time(t.start);
+      o.end = to_time(t.end);
+      if (t.cpu >= 0) {
+        o.cpu = to_time(t.cpu);
+        o.preemptions = t.preemptions;
+      }
       if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
       if (op.stream == 0) compute.emplace_back(t.start, t.end);
       if (is_comm(op.kind)) {
@@ -104,6 +111,11 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
       c.name = class_name(op);
       ++c.count;
       c.total += to_time(t.end - t.start);
+      if (t.cpu >= 0) {
+        c.cpu = c.cpu.value_or(SimTime()) + to_time(t.cpu);
+        if (t.preemptions >= 0)
+          c.preemptions = std::max<std::int64_t>(c.preemptions, 0) + t.preemptions;
+      }
       if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
         for (double f : program.costs[static_cast<std::size_t>(op.cost)].flops) {
           c.flops += f;

@@ -375,6 +375,8 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
       report::OpClassTotals& t = classes[class_slot(op)];
       ++t.count;
       t.total += d;
+      if (g < res.op_cpu.size() && (op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy))
+        t.cpu = t.cpu.value_or(SimTime()) + res.op_cpu[g];
       if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
         const ir::Cost& c = program.costs[idx(op.cost)];
         const double f = c.flops[0] + c.flops[1] + c.flops[2];
@@ -441,8 +443,14 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
       if (!keep[r]) continue;
       for (std::size_t i = 0; i < program.ranks[r].ops.size(); ++i) {
         const std::size_t g = res.rank_offset[res.timing_rank(r)] + i;
-        rep.ops.push_back(report::OpRecord{static_cast<ir::Rank>(r), static_cast<ir::OpIndex>(i),
-                                           res.op_start[g], res.op_end[g]});
+        report::OpRecord& o = rep.ops.emplace_back();
+        o.rank = static_cast<ir::Rank>(r);
+        o.op = static_cast<ir::OpIndex>(i);
+        o.start = res.op_start[g];
+        o.end = res.op_end[g];
+        const ir::OpKind kind = program.ranks[r].ops[i].kind;
+        if (g < res.op_cpu.size() && (kind == ir::OpKind::compute || kind == ir::OpKind::copy))
+          o.cpu = res.op_cpu[g];
       }
     }
   }

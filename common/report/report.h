@@ -32,12 +32,23 @@ namespace tawpipe::report {
 
 inline constexpr int kReportFormatVersion = 1;
 
-/// Start and end of one op of one rank (the trace).
+/// Start and end of one op of one rank (the trace), and on CPU runs the core time it used.
 struct OpRecord {
   ir::Rank rank = 0;
   ir::OpIndex op = 0;
   SimTime start;
   SimTime end;
+  /// Core time of a compute op or copy, where known (CPU topologies; host backend):
+  ///  - measured: the CPU time of the thread that ran it, from its start to its end
+  ///    (CLOCK_THREAD_CPUTIME_ID), so the time it waited for its core is not in it, and what
+  ///    others' preemptions cost it (cache refills) is;
+  ///  - predicted: the core work the simulator gave its job (kernel time at the calibrated
+  ///    rates, the interpreter's per-op overhead, stretched by the replayed noise trace), which
+  ///    sharing the core does not change.
+  std::optional<SimTime> cpu;
+  /// Measured with `cpu`: how often another thread preempted the op's thread while it ran
+  /// (involuntary context switches, getrusage RUSAGE_THREAD). -1: not known.
+  std::int64_t preemptions = -1;
   friend bool operator==(const OpRecord&, const OpRecord&) = default;
 };
 
@@ -50,6 +61,11 @@ struct OpClassTotals {
   SimTime total;       ///< summed durations
   double bytes = 0.0;  ///< communication bytes (message sizes as in the IR), 0 for compute
   double flops = 0.0;  ///< compute FLOPs, 0 for communication
+  /// Summed core time of the class's ops where their records have it (OpRecord::cpu: CPU
+  /// topologies' compute ops and copies); absent elsewhere.
+  std::optional<SimTime> cpu;
+  /// Measured with `cpu`: summed preemptions (OpRecord::preemptions); -1 when not known.
+  std::int64_t preemptions = -1;
   friend bool operator==(const OpClassTotals&, const OpClassTotals&) = default;
 };
 

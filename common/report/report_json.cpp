@@ -14,9 +14,12 @@
 //                   optional "start_offset_ps" (measured, ranks on one clock)}],
 //    "links":[{"name","link_class","inter_node","capacity_bytes_per_second","bytes","busy_ps",
 //              "utilisation"}],
-//    "op_classes":[{"name","count","total_ps","bytes","flops"}],
+//    "op_classes":[{"name","count","total_ps","bytes","flops", optional "cpu_ps" and then
+//                   "preemptions" (report.h OpClassTotals)}],
 //    "profile":..,  "kernel_classes":[{"name","time_ps","share","flops","bytes","kernels"}],
-//    "ops":[[rank, op, start_ps, end_ps], ...]}
+//    "ops":[[rank, op, start_ps, end_ps], ...]}: an op record may go on with its core time,
+//          cpu_ps, and after it the measured preemptions (report.h OpRecord):
+//          [rank, op, start_ps, end_ps, cpu_ps] or [..., cpu_ps, preemptions]
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -192,7 +195,13 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& o = a[i];
-      exact_keys(o, {"name", "count", "total_ps", "bytes", "flops"});
+      if (o.is_object() && o.contains("preemptions")) {
+        exact_keys(o, {"name", "count", "total_ps", "bytes", "flops", "cpu_ps", "preemptions"});
+      } else if (o.is_object() && o.contains("cpu_ps")) {
+        exact_keys(o, {"name", "count", "total_ps", "bytes", "flops", "cpu_ps"});
+      } else {
+        exact_keys(o, {"name", "count", "total_ps", "bytes", "flops"});
+      }
       OpClassTotals t;
       t.name = field(o, "name", str);
       t.count = field(o, "count", [&](const json& v) {
@@ -201,6 +210,12 @@ Report Reader::report(const json& root) {
       t.total = field(o, "total_ps", tim);
       t.bytes = field(o, "bytes", num);
       t.flops = field(o, "flops", num);
+      if (o.contains("cpu_ps")) t.cpu = field(o, "cpu_ps", tim);
+      if (o.contains("preemptions")) {
+        t.preemptions = field(o, "preemptions", [&](const json& v) {
+          return integer(v, 0, std::numeric_limits<std::int64_t>::max());
+        });
+      }
       r.op_classes.push_back(std::move(t));
     }
   }
@@ -231,7 +246,8 @@ Report Reader::report(const json& root) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       auto s2 = index(i);
       const json& row = array(a[i]);
-      if (row.size() != 4) fail("an op record is [rank, op, start_ps, end_ps]");
+      if (row.size() < 4 || row.size() > 6)
+        fail("an op record is [rank, op, start_ps, end_ps] and optionally cpu_ps, preemptions");
       OpRecord rec;
       {
         auto s3 = index(0);
@@ -250,6 +266,14 @@ Report Reader::report(const json& root) {
         auto s3 = index(3);
         rec.end = time(row[3]);
         if (rec.end < rec.start) fail("op ends before it starts");
+      }
+      if (row.size() > 4) {
+        auto s3 = index(4);
+        rec.cpu = time(row[4]);
+      }
+      if (row.size() > 5) {
+        auto s3 = index(5);
+        rec.preemptions = integer(row[5], 0, std::numeric_limits<std::int64_t>::max());
       }
       r.ops.push_back(rec);
     }
@@ -324,6 +348,10 @@ void write_report_json(const Report& r, std::ostream& out) {
     o["total_ps"] = t.total.picoseconds();
     o["bytes"] = finite(t.bytes);
     o["flops"] = finite(t.flops);
+    if (t.cpu) {
+      o["cpu_ps"] = t.cpu->picoseconds();
+      if (t.preemptions >= 0) o["preemptions"] = t.preemptions;
+    }
     return o;
   });
   line("profile", r.profile);
@@ -342,7 +370,12 @@ void write_report_json(const Report& r, std::ostream& out) {
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
     const OpRecord& o = r.ops[i];
     out << (i == 0 ? "\n[" : ",\n[") << o.rank << ',' << o.op << ',' << o.start.picoseconds() << ','
-        << o.end.picoseconds() << ']';
+        << o.end.picoseconds();
+    if (o.cpu) {
+      out << ',' << o.cpu->picoseconds();
+      if (o.preemptions >= 0) out << ',' << o.preemptions;
+    }
+    out << ']';
   }
   out << "]}\n";
 }

@@ -24,10 +24,13 @@ std::string number(double v) {
   return nlohmann::json(v).dump();
 }
 
-std::string op_args(const ir::Program& program, ir::Rank rank, ir::OpIndex index) {
+std::string op_args(const ir::Program& program, const OpRecord& rec) {
   const ir::Op& op =
-      program.ranks[static_cast<std::size_t>(rank)].ops[static_cast<std::size_t>(index)];
-  std::string a = "{\"op\":" + std::to_string(index);
+      program.ranks[static_cast<std::size_t>(rec.rank)].ops[static_cast<std::size_t>(rec.op)];
+  std::string a = "{\"op\":" + std::to_string(rec.op);
+  // The op's core time (CPU runs): its thread's CPU time measured, or the core work predicted.
+  if (rec.cpu) a += ",\"cpu_us\":" + micros(*rec.cpu);
+  if (rec.preemptions >= 0) a += ",\"preemptions\":" + std::to_string(rec.preemptions);
   switch (op.kind) {
     case ir::OpKind::compute: {
       a += ",\"layers\":\"" + std::to_string(op.layer_begin) + ".." + std::to_string(op.layer_end) +
@@ -108,10 +111,10 @@ void write_chrome_trace(const ir::Program& program, const Report& report,
     const ir::Op& op =
         program.ranks[static_cast<std::size_t>(rec.rank)].ops[static_cast<std::size_t>(rec.op)];
     if (op.kind == ir::OpKind::alloc || op.kind == ir::OpKind::free) continue;
-    event(std::string("{\"name\":\"") + op_name(op) + "\",\"ph\":\"X\",\"pid\":" +
-          std::to_string(rec.rank) + ",\"tid\":" + std::to_string(op.stream) +
-          ",\"ts\":" + micros(rec.start) + ",\"dur\":" + micros(rec.end - rec.start) +
-          ",\"args\":" + op_args(program, rec.rank, rec.op) + "}");
+    event(std::string("{\"name\":\"") + op_name(op) +
+          "\",\"ph\":\"X\",\"pid\":" + std::to_string(rec.rank) +
+          ",\"tid\":" + std::to_string(op.stream) + ",\"ts\":" + micros(rec.start) +
+          ",\"dur\":" + micros(rec.end - rec.start) + ",\"args\":" + op_args(program, rec) + "}");
   }
   const std::string links_pid = std::to_string(program.ranks.size());
   bool links_named = false;

@@ -73,12 +73,15 @@ Expected<Gathered<T>> gather_to_root(const T* data, int count, MPI_Datatype type
 }  // namespace
 
 Expected<std::vector<IterationRecord>> gather_records(const IterationRecord& mine, int world) {
-  // Flatten: [begin, end, (op, start, end)...] as int64.
+  // Flatten: [begin, end, (op, start, end, cpu, preemptions)...] as int64.
+  constexpr std::size_t kFields = 5;
   std::vector<std::int64_t> flat = {mine.begin, mine.end};
   for (const OpTiming& t : mine.ops) {
     flat.push_back(t.op);
     flat.push_back(t.start);
     flat.push_back(t.end);
+    flat.push_back(t.cpu);
+    flat.push_back(t.preemptions);
   }
   auto g = gather_to_root(flat.data(), static_cast<int>(flat.size()), MPI_INT64_T, world);
   if (!g.ok()) return g.error();
@@ -88,10 +91,10 @@ Expected<std::vector<IterationRecord>> gather_records(const IterationRecord& min
     IterationRecord rec;
     rec.begin = p[0];
     rec.end = p[1];
-    const auto ops = static_cast<std::size_t>((g->counts[r] - 2) / 3);
+    const auto ops = (static_cast<std::size_t>(g->counts[r]) - 2) / kFields;
     for (std::size_t i = 0; i < ops; ++i) {
-      rec.ops.push_back(
-          OpTiming{static_cast<ir::OpIndex>(p[2 + 3 * i]), p[3 + 3 * i], p[4 + 3 * i]});
+      const std::int64_t* q = p + 2 + kFields * i;
+      rec.ops.push_back(OpTiming{static_cast<ir::OpIndex>(q[0]), q[1], q[2], q[3], q[4]});
     }
     out.push_back(std::move(rec));
   }

@@ -1,7 +1,10 @@
 // `tawsim compare PREDICTED.json MEASURED.json`: sets a predicted report (tawsim --report) beside
 // a measured one (tawexec --report) of the same program: iteration time, throughput, and per op
 // class and per rank the summed times, each with the error of the prediction
-// (predicted - measured) / measured.
+// (predicted - measured) / measured. On CPU runs also the core time of the compute classes: the
+// work the simulator gave their ops against the CPU time their threads used (report.h
+// OpRecord::cpu), which sharing a core does not change, so a miss there is the ops' cost, not
+// their wait for a core.
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
@@ -66,6 +69,24 @@ void compare(const report::Report& p, const report::Report& m, bool per_rank, st
     const SimTime tb = b ? b->total : SimTime();
     out << fmt::format("{:<16} {:>7} {:>7} {:>14} {:>14} {:>9}\n", n, a ? a->count : 0,
                        b ? b->count : 0, ms(ta), ms(tb), error_pct(ta.seconds(), tb.seconds()));
+  }
+  bool any_cpu = false;
+  for (const auto& n : names)
+    any_cpu = any_cpu || (pc.count(n) && mc.count(n) && pc[n]->cpu && mc[n]->cpu);
+  if (any_cpu) {
+    out << fmt::format("\n{:<16} {:>14} {:>14} {:>9} {:>12}   (core time, summed over ranks, ms)\n",
+                       "op class", "work p", "cpu m", "error", "preempt/op");
+    for (const auto& n : names) {
+      if (!pc.count(n) || !mc.count(n) || !pc[n]->cpu || !mc[n]->cpu) continue;
+      const auto& a = *pc[n];
+      const auto& b = *mc[n];
+      const std::string per_op = b.preemptions >= 0 && b.count > 0
+                                     ? fmt::format("{:.1f}", static_cast<double>(b.preemptions) /
+                                                                 static_cast<double>(b.count))
+                                     : "n/a";
+      out << fmt::format("{:<16} {:>14} {:>14} {:>9} {:>12}\n", n, ms(*a.cpu), ms(*b.cpu),
+                         error_pct(a.cpu->seconds(), b.cpu->seconds()), per_op);
+    }
   }
   if (!per_rank) return;
   out << fmt::format("\n{:<6} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8} {:>12} {:>12}\n", "rank",

@@ -81,6 +81,10 @@ struct ExecutionResult {
   /// times of op i of rank `timing_rank(r)`.
   BigVector<SimTime> op_start;
   BigVector<SimTime> op_end;
+  /// CPU topologies: the core work given to each compute op and copy (its job on its core:
+  /// work at the calibrated rates plus the per-op overhead, stretched by the noise trace); zero
+  /// for other ops. Empty on device topologies. Indexed like op_start.
+  BigVector<SimTime> op_cpu;
   std::size_t replica_ranks = 0;  ///< with replica symmetry: ranks per replica, else 0
   std::size_t timing_rank(std::size_t r) const { return replica_ranks > 0 ? r % replica_ranks : r; }
   std::vector<RankTimes> rank_times;

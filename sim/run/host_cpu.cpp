@@ -301,8 +301,11 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
                  prev.kind == ir::OpKind::collective;
     break;
   }
-  cores_->start_sliced(core, on_core(core, engine_.now(), work + op_overhead_), thread, g,
-                       short_wake);
+  const SimTime core_work = on_core(core, engine_.now(), work + op_overhead_);
+  if (res_.op_cpu.size() != res_.op_start.size())
+    res_.op_cpu.assign(res_.op_start.size(), SimTime());
+  res_.op_cpu[g] = core_work;
+  cores_->start_sliced(core, core_work, thread, g, short_wake);
 }
 
 void Executor::start_p2p_shm(std::size_t send_g) {

@@ -72,5 +72,50 @@ TEST(MeasuredReport, RanksOnSeparateClocksGetNoOffsets) {
   EXPECT_EQ(text.str().find("start_offset_ps"), std::string::npos);
 }
 
+// The host backend's core time of an op (its thread's CPU time and preemptions, exec/backend.h
+// Completion) goes into the op's record and is summed per op class; an op without it (a
+// transfer, or a backend that does not measure it) has none, and a class of such ops neither.
+// Both survive the JSON round trip; a record with too many fields is a located error.
+TEST(MeasuredReport, OpsCarryTheirThreadsCpuTime) {
+  const ir::Program p = two_ranks();
+  const auto model = model::preset("cpu-h256").value();
+  Measurement m = measurement(true);
+  m.ranks[0].ops[0].cpu = 250;
+  m.ranks[0].ops[0].preemptions = 3;
+  m.ranks[1].ops[0].cpu = 150;
+  m.ranks[1].ops[0].preemptions = 1;
+  const report::Report r = measured_report(p, model, m);
+  ASSERT_EQ(r.ops.size(), 2u);
+  ASSERT_TRUE(r.ops[0].cpu.has_value());
+  EXPECT_EQ(*r.ops[0].cpu, SimTime::ps(250 * 1000));
+  EXPECT_EQ(r.ops[0].preemptions, 3);
+  ASSERT_EQ(r.op_classes.size(), 1u);
+  ASSERT_TRUE(r.op_classes[0].cpu.has_value());
+  EXPECT_EQ(*r.op_classes[0].cpu, SimTime::ps(400 * 1000));
+  EXPECT_EQ(r.op_classes[0].preemptions, 4);
+  std::ostringstream text;
+  report::write_report_json(r, text);
+  EXPECT_NE(text.str().find("[0,0,100000,400000,250000,3]"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"cpu_ps\":400000,\"preemptions\":4"), std::string::npos);
+  auto back = report::read_report_json(text.str(), "m.json");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(*back, r);
+
+  std::string bad = text.str();
+  bad.replace(bad.find("250000,3]"), 9, "250000,3,7]");
+  auto e = report::read_report_json(bad, "bad.json");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().key_path, "ops[0]");
+  EXPECT_EQ(e.error().file, "bad.json");
+
+  const report::Report none = measured_report(p, model, measurement(true));
+  EXPECT_FALSE(none.ops[0].cpu.has_value());
+  EXPECT_FALSE(none.op_classes[0].cpu.has_value());
+  std::ostringstream plain;
+  report::write_report_json(none, plain);
+  EXPECT_EQ(plain.str().find("cpu_ps"), std::string::npos);
+  EXPECT_NE(plain.str().find("[0,0,100000,400000]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tawpipe::exec

@@ -671,6 +671,60 @@ TEST(Executor, HostLinearBroadcastCopiesAsMembersPost) {
   }
 }
 
+// On CPU topologies a compute op's record carries the core work the simulator gave it (the
+// measured report's counterpart is its thread's CPU time), which sharing the core does not
+// change. 2x2-cpu, ranks 0 and 1 on core 0 each run the same GEMM at once, rank 2 runs it alone
+// on core 1: all three carry the same work, equal to the lone op's duration, while the shared
+// ones take longer; the forward class sums it. Communication ops carry none, nor do ops on a
+// device topology.
+TEST(Executor, HostComputeOpsCarryTheirCoreWork) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  ir::ProgramBuilder b(testing::header_for(t, 4, "fp32"), 4);
+  const ir::CommId pair = b.communicator("pair", {2, 3});
+  const ir::BufferId x = b.buffer(2, "x", Bytes(4), ir::BufferRole::activation, true);
+  const ir::BufferId y = b.buffer(3, "y", Bytes(4), ir::BufferRole::activation, true);
+  for (ir::Rank r = 0; r < 3; ++r)
+    b.compute(r, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  b.send(2, 0, 3, pair, Bytes(4), x);
+  b.recv(3, 0, 2, pair, Bytes(4), y);
+  const ir::Program p = std::move(b).finish();
+  SimOptions o;
+  o.record_ops = true;
+  auto r = simulate(p, t, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const report::OpRecord alone = first_op(p, *r, 2, ir::OpKind::compute);
+  ASSERT_TRUE(alone.cpu.has_value());
+  EXPECT_GT(*alone.cpu, SimTime());
+  EXPECT_EQ(*alone.cpu, alone.end - alone.start);
+  for (ir::Rank shared : {0, 1}) {
+    const report::OpRecord c = first_op(p, *r, shared, ir::OpKind::compute);
+    ASSERT_TRUE(c.cpu.has_value());
+    EXPECT_EQ(*c.cpu, *alone.cpu);
+    EXPECT_GT((c.end - c.start).seconds(), 1.25 * c.cpu->seconds()) << "rank " << shared;
+  }
+  EXPECT_FALSE(first_op(p, *r, 2, ir::OpKind::send).cpu.has_value());
+  EXPECT_FALSE(first_op(p, *r, 3, ir::OpKind::recv).cpu.has_value());
+  bool found = false;
+  for (const report::OpClassTotals& c : r->op_classes) {
+    if (c.name == "forward") {
+      found = true;
+      ASSERT_TRUE(c.cpu.has_value());
+      EXPECT_EQ(*c.cpu, *alone.cpu * 3);
+    } else {
+      EXPECT_FALSE(c.cpu.has_value()) << c.name;
+    }
+  }
+  EXPECT_TRUE(found);
+  // A device topology: no core work.
+  const topo::Topology gpu = testing::shipped("dgx-a100");
+  ir::ProgramBuilder g(testing::header_for(gpu, 1), 1);
+  g.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, g.cost(testing::gemm_cost(1e9)), {}, {});
+  auto d = simulate(std::move(g).finish(), gpu, o);
+  ASSERT_TRUE(d.ok());
+  ASSERT_FALSE(d->ops.empty());
+  EXPECT_FALSE(d->ops[0].cpu.has_value());
+}
+
 // The same with a reduce to rank 0, alone in its unit (the host backend's direct reduce): the
 // root copies each member's message on its own core (0.1 ms latency, 0.4 ms of copy) as the
 // member posts, and sums when all are in (the reduce curve's 2 ms of root CPU less 3 messages'
