@@ -207,6 +207,14 @@ Expected<SimOutput> run_simulation(const std::shared_ptr<const ir::Program>& pro
 
 namespace {
 
+/// The core work of global op `g` (report.h OpRecord::cpu): CPU topologies' compute ops and
+/// copies; none for other ops or on device topologies (op_cpu empty).
+std::optional<SimTime> core_work(const ExecutionResult& res, std::size_t g, ir::OpKind kind) {
+  if (g >= res.op_cpu.size() || (kind != ir::OpKind::compute && kind != ir::OpKind::copy))
+    return std::nullopt;
+  return res.op_cpu[g];
+}
+
 Expected<SimOutput> simulate_program(const ir::Program& given,
                                      const std::shared_ptr<const ir::Program>& given_shared,
                                      const topo::Topology& topology, const SimOptions& options,
@@ -375,8 +383,7 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
       report::OpClassTotals& t = classes[class_slot(op)];
       ++t.count;
       t.total += d;
-      if (g < res.op_cpu.size() && (op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy))
-        t.cpu = t.cpu.value_or(SimTime()) + res.op_cpu[g];
+      if (const auto cpu = core_work(res, g, op.kind)) t.cpu = t.cpu.value_or(SimTime()) + *cpu;
       if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
         const ir::Cost& c = program.costs[idx(op.cost)];
         const double f = c.flops[0] + c.flops[1] + c.flops[2];
@@ -448,9 +455,7 @@ Expected<SimOutput> simulate_program(const ir::Program& given,
         o.op = static_cast<ir::OpIndex>(i);
         o.start = res.op_start[g];
         o.end = res.op_end[g];
-        const ir::OpKind kind = program.ranks[r].ops[i].kind;
-        if (g < res.op_cpu.size() && (kind == ir::OpKind::compute || kind == ir::OpKind::copy))
-          o.cpu = res.op_cpu[g];
+        o.cpu = core_work(res, g, program.ranks[r].ops[i].kind);
       }
     }
   }

@@ -302,8 +302,6 @@ void Executor::start_compute_on_core(std::size_t g, SimTime work) {
     break;
   }
   const SimTime core_work = on_core(core, engine_.now(), work + op_overhead_);
-  if (res_.op_cpu.size() != res_.op_start.size())
-    res_.op_cpu.assign(res_.op_start.size(), SimTime());
   res_.op_cpu[g] = core_work;
   cores_->start_sliced(core, core_work, thread, g, short_wake);
 }

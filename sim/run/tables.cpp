@@ -397,6 +397,7 @@ Status Executor::prepare() {
                                           options_.record_memory);
   res_.op_start.assign(total_ops_, SimTime());
   res_.op_end.assign(total_ops_, SimTime());
+  if (cores_) res_.op_cpu.assign(total_ops_, SimTime());  // CPU topologies (host_cpu.cpp)
   res_.rank_times.assign(ranks, RankTimes{});
   res_.intra_node_bytes_sent.assign(ranks, 0.0);
   res_.inter_node_bytes_sent.assign(ranks, 0.0);
