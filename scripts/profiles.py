@@ -57,7 +57,8 @@ FIELDS = {"launch_overhead": (TIME, "ps"), "op_overhead": (TIME, "ps"),
           "memory_bandwidth": (BANDWIDTH, "B/s"), "rate": (RATE, "FLOP/s"),
           "bandwidth": (BANDWIDTH, "B/s"), "latency": (TIME, "ps"), "time": (TIME, "ps"),
           "cpu": (TIME, "ps"), "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
-          "wakeup_cost_long": (TIME, "ps"), "zero_bandwidth": (BANDWIDTH, "B/s"),
+          "wakeup_cost_long": (TIME, "ps"), "wakeup_cost_shared": (TIME, "ps"),
+          "wakeup_cost_long_shared": (TIME, "ps"), "zero_bandwidth": (BANDWIDTH, "B/s"),
           "spread": (None, "")}
 
 
@@ -131,7 +132,8 @@ def slots(doc, path="profile"):
                      str(c.get("cold_pool", "hot")), size, field), p,
                     field, where)
     host = doc.get("host") or {}
-    for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long", "zero_bandwidth"):
+    for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long", "wakeup_cost_shared",
+                  "wakeup_cost_long_shared", "zero_bandwidth"):
         add(("host", field), host, field, f"{path}: host")
     return out
 

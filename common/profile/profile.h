@@ -37,6 +37,8 @@
 ///       wakeup_cost: 50us               # compute progress a sleeping thread's wake-up costs
 ///       wakeup_latency: 100us           # how late a sleep beside compute ends
 ///       wakeup_cost_long: 40us          # wakeup_cost with a long wait's 2 ms sleeps
+///       wakeup_cost_shared: 60us        # wakeup_cost while the core's other ranks compute too
+///       wakeup_cost_long_shared: 45us   # wakeup_cost_long while they compute too
 ///       zero_bandwidth: 12GB/s          # the backend's zeroing of a fresh buffer (fill with 0)
 ///     noise:                            # fixed-work-quantum trace: every unit at once
 ///       work: "sgemm 128x256x256 x8"    # free text: the quantum's work
@@ -191,6 +193,13 @@ struct HostProfile {
   /// kLongWaitMaxSleepNs) instead of the short waits' kMaxSleepNs; the simulator interpolates
   /// between the two by a wake-up's sleep length.
   std::optional<SimTime> wakeup_cost_long;
+  /// wakeup_cost and wakeup_cost_long measured while the core's other ranks (ranks_per_core > 1)
+  /// run GEMMs too, as a shared core's ranks mostly do in a run: a wake-up on such a core may
+  /// hand the core to another process's compute thread, whose working set then replaces the
+  /// first one's. The simulator charges them for wake-ups while more than one compute thread of
+  /// the core has work (sim/run/host_cpu.cpp). Absent: the single-thread figures serve.
+  std::optional<SimTime> wakeup_cost_shared;
+  std::optional<SimTime> wakeup_cost_long_shared;
   /// Bytes per second at which the host backend zeroes a buffer when an alloc op hands it out
   /// and its first use reads it (exec/host/host_backend.cpp, common/ir/zeroing.h): a fill with
   /// 0 of a cold block-sized buffer, measured by `tawexec calibrate` on the interpreter's core.

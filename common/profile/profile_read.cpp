@@ -58,8 +58,10 @@ const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
 const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points", "cold_pool"};
 const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu"};
 const std::vector<std::string> kNoiseKeys = {"work", "quantum", "units"};
-const std::vector<std::string> kHostKeys = {"cores_per_host", "ranks_per_core",   "wakeup_cost",
-                                            "wakeup_latency", "wakeup_cost_long", "zero_bandwidth"};
+const std::vector<std::string> kHostKeys = {
+    "cores_per_host",          "ranks_per_core",   "wakeup_cost",
+    "wakeup_latency",          "wakeup_cost_long", "wakeup_cost_shared",
+    "wakeup_cost_long_shared", "zero_bandwidth"};
 
 template <class Enum, std::size_t N>
 Enum read_enum(const Ctx& c, std::string_view what,
@@ -220,6 +222,8 @@ HostProfile parse_host(const Ctx& c) {
   if (auto v = m.opt("wakeup_cost")) h.wakeup_cost = yaml::read_time(*v);
   if (auto v = m.opt("wakeup_latency")) h.wakeup_latency = yaml::read_time(*v);
   if (auto v = m.opt("wakeup_cost_long")) h.wakeup_cost_long = yaml::read_time(*v);
+  if (auto v = m.opt("wakeup_cost_shared")) h.wakeup_cost_shared = yaml::read_time(*v);
+  if (auto v = m.opt("wakeup_cost_long_shared")) h.wakeup_cost_long_shared = yaml::read_time(*v);
   if (auto v = m.opt("zero_bandwidth")) h.zero_bandwidth = yaml::read_bandwidth(*v);
   return h;
 }

@@ -5,6 +5,8 @@
 
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/profile/profile.h"
@@ -137,32 +139,27 @@ std::string write_profile_yaml(const Profile& profile) {
     }
   }
   if (profile.host) {
+    const HostProfile& h = *profile.host;
     out << "host:";
     bool any = false;
-    if (profile.host->cores_per_host) {
-      out << "\n  cores_per_host: " << *profile.host->cores_per_host;
+    // One "key: value" line per figure present, in the schema's order.
+    auto field = [&](std::string_view key, const auto& value) {
+      if (!value) return;
+      out << "\n  " << key << ": ";
+      if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, int>)
+        out << *value;
+      else
+        out << to_string(*value);
       any = true;
-    }
-    if (profile.host->ranks_per_core) {
-      out << "\n  ranks_per_core: " << *profile.host->ranks_per_core;
-      any = true;
-    }
-    if (profile.host->wakeup_cost) {
-      out << "\n  wakeup_cost: " << to_string(*profile.host->wakeup_cost);
-      any = true;
-    }
-    if (profile.host->wakeup_latency) {
-      out << "\n  wakeup_latency: " << to_string(*profile.host->wakeup_latency);
-      any = true;
-    }
-    if (profile.host->wakeup_cost_long) {
-      out << "\n  wakeup_cost_long: " << to_string(*profile.host->wakeup_cost_long);
-      any = true;
-    }
-    if (profile.host->zero_bandwidth) {
-      out << "\n  zero_bandwidth: " << to_string(*profile.host->zero_bandwidth);
-      any = true;
-    }
+    };
+    field("cores_per_host", h.cores_per_host);
+    field("ranks_per_core", h.ranks_per_core);
+    field("wakeup_cost", h.wakeup_cost);
+    field("wakeup_latency", h.wakeup_latency);
+    field("wakeup_cost_long", h.wakeup_cost_long);
+    field("wakeup_cost_shared", h.wakeup_cost_shared);
+    field("wakeup_cost_long_shared", h.wakeup_cost_long_shared);
+    field("zero_bandwidth", h.zero_bandwidth);
     out << (any ? "\n" : " {}\n");
   }
   if (profile.noise) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -186,6 +187,139 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     return v[v.size() / 2];
   };
   return {std::max(0.0, median(cost)), median(late), median(own)};
+}
+
+/// measure_wakeups' figure on a core whose other ranks compute too (ranks_per_core > 1), as a
+/// shared core's ranks mostly do in a run: a wake-up there may hand the core to another
+/// process's compute thread, and each switch between the two processes' GEMMs replaces one
+/// working set with the other (caches and, without PCID on this VM's vCPUs, the whole TLB).
+/// Measured on this VM (2026-11-29, /tmp/s20/wk3.cpp, a 4-GEMM cpu-h256 block on rotated
+/// weights, 100 us sleeps, both cores busy, two runs per core): 62-76 us a wake-up with a
+/// core-mate computing against 54-60 alone. Collective over `core_comm` (the core's ranks, rank 0
+/// measuring): the other ranks run the GEMM loop on a compute thread, as the run's compute
+/// threads do, stamping each call's end, until rank 0 tells them to stop. Rank 0 alternates
+/// segments of kSegment seconds without and with the sleeper (A B B A ...), and counts the
+/// GEMM calls of every thread of the core that end in each: the sleeper's cost is the share of
+/// the core's GEMM throughput it takes. Whole segments count both processes' progress, so the
+/// EEVDF slices (20 ms) that split a segment between them do not enter. Per pair: the segment's
+/// lost throughput over its wake-ups; the median of the pairs (>= 0). Returns it on rank 0
+/// (0 elsewhere).
+Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MPI_Comm core_comm) {
+  int me = 0, members = 1;
+  TAWPIPE_MPI(MPI_Comm_rank(core_comm, &me));
+  TAWPIPE_MPI(MPI_Comm_size(core_comm, &members));
+  constexpr std::size_t n = 256;
+  constexpr double kSegment = 0.2;  // seconds: ~600 GEMM calls of the core, ten 20 ms slices
+  constexpr int kStopTag = 7;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  auto gemm = [&] {
+    math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
+  };
+  if (me != 0) {
+    // A core-mate: GEMMs until rank 0's stop, each call's end stamped; then the stamps to it.
+    std::vector<std::int64_t> ends;
+    int stop_word = 0;
+    MPI_Request stop = MPI_REQUEST_NULL;
+    TAWPIPE_MPI(MPI_Irecv(&stop_word, 1, MPI_INT, 0, kStopTag, core_comm, &stop));
+    std::thread loop([&] {
+      request_compute_slice();
+      int done = 0;
+      while (done == 0) {
+        gemm();
+        ends.push_back(now_ns());
+        MPI_Test(&stop, &done, MPI_STATUS_IGNORE);
+      }
+    });
+    loop.join();
+    const auto count = static_cast<std::int64_t>(ends.size());
+    TAWPIPE_MPI(MPI_Send(&count, 1, MPI_INT64_T, 0, kStopTag, core_comm));
+    TAWPIPE_MPI(
+        MPI_Send(ends.data(), static_cast<int>(ends.size()), MPI_INT64_T, 0, kStopTag, core_comm));
+    return 0.0;
+  }
+  const int pairs = std::max(8, static_cast<int>(budget / (2.0 * kSegment)));
+  struct Segment {
+    std::int64_t begin = 0, end = 0;
+    long own = 0, wakes = 0;
+    bool sleeper = false;
+  };
+  std::vector<Segment> segments;
+  std::thread loop([&] {
+    request_compute_slice();
+    // Warm-up: the mates are computing and the caches hold the loop's operands.
+    for (const std::int64_t until = now_ns() + 100'000'000; now_ns() < until;)
+      gemm();
+    auto segment = [&](bool with_sleeper) {
+      Segment seg;
+      seg.sleeper = with_sleeper;
+      std::atomic<bool> stop{false};
+      std::atomic<long> wakes{0};
+      std::thread sleeper;
+      if (with_sleeper)
+        sleeper = std::thread([&] {
+          prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+          request_comm_slice(true);
+          const FifoWhileWaiting fifo;  // as a waiting thread of the backend (wait_all)
+          long k = 0;
+          while (!stop.load()) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+            ++k;
+          }
+          wakes = k;
+        });
+      seg.begin = now_ns();
+      const std::int64_t until = seg.begin + static_cast<std::int64_t>(kSegment * 1e9);
+      while (now_ns() < until) {
+        gemm();
+        ++seg.own;
+      }
+      seg.end = now_ns();
+      stop = true;
+      if (sleeper.joinable()) sleeper.join();
+      seg.wakes = wakes.load();
+      segments.push_back(seg);
+    };
+    for (int p = 0; p < pairs; ++p) {
+      segment(p % 2 != 0);
+      segment(p % 2 == 0);
+    }
+  });
+  loop.join();
+  // Stop the mates and count their calls per segment.
+  std::vector<std::int64_t> mate_ends;
+  for (int m = 1; m < members; ++m) {
+    const int word = 1;
+    TAWPIPE_MPI(MPI_Send(&word, 1, MPI_INT, m, kStopTag, core_comm));
+  }
+  for (int m = 1; m < members; ++m) {
+    std::int64_t count = 0;
+    TAWPIPE_MPI(MPI_Recv(&count, 1, MPI_INT64_T, m, kStopTag, core_comm, MPI_STATUS_IGNORE));
+    std::vector<std::int64_t> ends(static_cast<std::size_t>(count));
+    TAWPIPE_MPI(MPI_Recv(ends.data(), static_cast<int>(count), MPI_INT64_T, m, kStopTag, core_comm,
+                         MPI_STATUS_IGNORE));
+    mate_ends.insert(mate_ends.end(), ends.begin(), ends.end());
+  }
+  std::sort(mate_ends.begin(), mate_ends.end());
+  auto rate = [&](const Segment& s) {  // the core's GEMM calls per second in the segment
+    const auto lo = std::lower_bound(mate_ends.begin(), mate_ends.end(), s.begin);
+    const auto hi = std::lower_bound(mate_ends.begin(), mate_ends.end(), s.end);
+    return static_cast<double>(s.own + (hi - lo)) / (1e-9 * static_cast<double>(s.end - s.begin));
+  };
+  std::vector<double> cost;
+  for (std::size_t i = 0; i + 1 < segments.size(); i += 2) {
+    const Segment& with = segments[i].sleeper ? segments[i] : segments[i + 1];
+    const Segment& without = segments[i].sleeper ? segments[i + 1] : segments[i];
+    const double seconds = 1e-9 * static_cast<double>(with.end - with.begin);
+    cost.push_back(seconds * (1.0 - rate(with) / rate(without)) /
+                   static_cast<double>(std::max(with.wakes, 1L)));
+  }
+  std::nth_element(cost.begin(), cost.begin() + static_cast<std::ptrdiff_t>(cost.size() / 2),
+                   cost.end());
+  return std::max(0.0, cost[cost.size() / 2]);
 }
 
 }  // namespace
@@ -385,6 +519,23 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     wake_long = measure_wakeups(4.0 * budget, host_wait::kLongWaitMaxSleepNs);
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  // The same wake-ups while the core's other ranks compute (ranks_per_core > 1): every rank of
+  // a core takes part, every core at once.
+  std::optional<double> wake_shared, wake_long_shared;
+  if (per_core > 1 && world > 1) {
+    MPI_Comm core_comm = MPI_COMM_NULL;
+    TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank / per_core, rank, &core_comm));
+    auto s = measure_wakeups_shared(budget, host_wait::kMaxSleepNs, core_comm);
+    Expected<double> l =
+        s.ok() ? measure_wakeups_shared(4.0 * budget, host_wait::kLongWaitMaxSleepNs, core_comm)
+               : Expected<double>(s.error());
+    MPI_Comm_free(&core_comm);
+    if (!s.ok()) return s.error();
+    if (!l.ok()) return l.error();
+    wake_shared = *s;
+    wake_long_shared = *l;
+    TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
+  }
 
   // The noise trace (calibrate_noise.h: FWQ on every core at once, for the simulator's replay),
   // by the same measuring ranks, the others waiting without spinning. Its quantum is the forward
@@ -502,6 +653,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     hp.wakeup_cost = SimTime::from_seconds(wake.cost);
     hp.wakeup_latency = SimTime::from_seconds(wake.latency);
     hp.wakeup_cost_long = SimTime::from_seconds(wake_long.cost);
+    if (wake_shared) hp.wakeup_cost_shared = SimTime::from_seconds(*wake_shared);
+    if (wake_long_shared) hp.wakeup_cost_long_shared = SimTime::from_seconds(*wake_long_shared);
     hp.zero_bandwidth = zero_bandwidth;
     p.host = hp;
   }

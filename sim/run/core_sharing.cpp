@@ -12,6 +12,7 @@ CoreSharing::CoreSharing(Engine& engine, int cores, DoneFn on_done, SimTime slic
       on_core_(static_cast<std::size_t>(std::max(cores, 1))),
       background_(static_cast<std::size_t>(std::max(cores, 1)), kNoJob),
       busy_log_(static_cast<std::size_t>(std::max(cores, 1))),
+      contended_log_(static_cast<std::size_t>(std::max(cores, 1))),
       slice_(slice),
       queues_(static_cast<std::size_t>(std::max(cores, 1))) {
   handler_ = engine_.add_handler([this](const Event& e) { handle(e); });
@@ -25,7 +26,7 @@ void CoreSharing::start(std::span<const int> cores, SimTime delay, SimTime work,
 void CoreSharing::start_sliced(int core, SimTime work, std::uint64_t owner, std::uint64_t token,
                                bool short_wake) {
   start_job(std::span<const int>(&core, 1), SimTime(), work, token, false,
-            slice_ > SimTime() ? owner : 0, short_wake);
+            slice_ > SimTime() ? owner : 0, short_wake, owner);
 }
 
 bool CoreSharing::has_op(int core, std::uint64_t owner) const {
@@ -204,24 +205,31 @@ void CoreSharing::add_background(int core, SimTime work, std::uint64_t token) {
       start_job(std::span<const int>(&core, 1), SimTime(), work, token, true);
 }
 
-SimTime CoreSharing::busy_until(int core, SimTime t) const {
-  const auto& log = busy_log_[static_cast<std::size_t>(core)];
-  auto it = std::upper_bound(log.begin(), log.end(), t,
-                             [](SimTime x, const BusyMark& m) { return x < m.at; });
-  if (it == log.begin()) return SimTime();
+SimTime CoreSharing::StateLog::until(SimTime t) const {
+  auto it = std::upper_bound(marks.begin(), marks.end(), t,
+                             [](SimTime x, const Mark& m) { return x < m.at; });
+  if (it == marks.begin()) return SimTime();
   --it;
-  return it->busy ? it->busy_before + (t - it->at) : it->busy_before;
+  return it->on ? it->before + (t - it->at) : it->before;
 }
 
 SimTime CoreSharing::busy_between(int core, SimTime from) const {
   const SimTime now = engine_.now();
   if (from >= now) return SimTime();
-  return busy_until(core, now) - busy_until(core, from);
+  const StateLog& log = busy_log_[static_cast<std::size_t>(core)];
+  return log.until(now) - log.until(from);
+}
+
+SimTime CoreSharing::contended_between(int core, SimTime from) const {
+  const SimTime now = engine_.now();
+  if (from >= now) return SimTime();
+  const StateLog& log = contended_log_[static_cast<std::size_t>(core)];
+  return log.until(now) - log.until(from);
 }
 
 std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, SimTime work,
                                      std::uint64_t token, bool background, std::uint64_t owner,
-                                     bool short_wake) {
+                                     bool short_wake, std::uint64_t compute_thread) {
   assert(!cores.empty());
   std::uint32_t id = 0;
   if (!free_.empty()) {
@@ -243,6 +251,7 @@ std::uint32_t CoreSharing::start_job(std::span<const int> cores, SimTime delay, 
   j.live = true;
   j.background = background;
   j.owner = owner;
+  j.compute_thread = compute_thread;
   j.short_wake = short_wake;
   if (delay > SimTime()) {
     engine_.schedule_after(delay, Event{handler_, kDelayDone, id});
@@ -315,9 +324,24 @@ void CoreSharing::rerate(int core) {
   const auto& on = on_core_[static_cast<std::size_t>(core)];
   const bool busy =
       std::any_of(on.begin(), on.end(), [&](std::uint32_t id) { return !jobs_[id].background; });
-  auto& log = busy_log_[static_cast<std::size_t>(core)];
-  if (log.empty() ? busy : log.back().busy != busy)
-    log.push_back({now, busy_until(core, now), busy});
+  busy_log_[static_cast<std::size_t>(core)].set(now, busy);
+  // Contended: compute work of two processes at least (a handful of jobs per core).
+  bool contended = false;
+  std::uint64_t first = 0;
+  bool any = false;
+  for (std::uint32_t id : on) {
+    const Job& j = jobs_[id];
+    if (j.background || j.compute_thread == 0) continue;
+    const std::uint64_t p = process_of_ ? process_of_(j.compute_thread) : j.compute_thread;
+    if (!any) {
+      first = p;
+      any = true;
+    } else if (p != first) {
+      contended = true;
+      break;
+    }
+  }
+  contended_log_[static_cast<std::size_t>(core)].set(now, contended);
   for (std::uint32_t id : on_core_[static_cast<std::size_t>(core)]) {
     Job& j = jobs_[id];
     const double rate = share(j);

@@ -111,6 +111,17 @@ class CoreSharing {
   /// (an idle core loses nothing to one). O(log transitions).
   SimTime busy_between(int core, SimTime from) const;
 
+  /// How long core `core` had compute work of more than one process between `from` and now:
+  /// start_sliced jobs of at least two owners that `process_of` maps to different processes,
+  /// running or waiting for their EEVDF turn. A wake-up there may hand the core to the other
+  /// process's compute thread (profile host.wakeup_cost_shared). Owners are their own process
+  /// until set_process_of. O(log transitions).
+  SimTime contended_between(int core, SimTime from) const;
+  /// How contended_between groups owners into processes.
+  void set_process_of(std::function<std::uint64_t(std::uint64_t owner)> process_of) {
+    process_of_ = std::move(process_of);
+  }
+
  private:
   enum EventKind : std::uint32_t { kDelayDone = 0, kWorkDone = 1, kRequestEnd = 2, kHandover = 3 };
   struct Job {
@@ -124,6 +135,8 @@ class CoreSharing {
     bool on_cores = false;    ///< past its delay, with work: counted in on_core_
     bool background = false;  ///< a core's background job (add_background)
     std::uint64_t owner = 0;  ///< start_sliced: the thread; 0 for shared jobs
+    /// start_sliced: the thread, also with a zero slice (owner is 0 then); 0 for shared jobs.
+    std::uint64_t compute_thread = 0;
     bool ran = false;         ///< has had a share of its core
     SimTime first_run;        ///< when it first had a share
     bool short_wake = false;  ///< start_sliced: its thread wakes in a short slice
@@ -152,16 +165,24 @@ class CoreSharing {
     bool lazy = false;
     SimTime lazy_end;
   };
-  /// A change of a core between busy and idle: when, the busy time before it, the new state.
-  struct BusyMark {
-    SimTime at;
-    SimTime busy_before;
-    bool busy = false;
+  /// A core's time in one state (busy; contended), as the changes of that state: `until(t)` is
+  /// the time spent in it from the start up to t (t <= the last change's time or later).
+  struct StateLog {
+    struct Mark {
+      SimTime at;
+      SimTime before;  ///< time in the state before `at`
+      bool on = false;
+    };
+    std::vector<Mark> marks;  ///< in time order
+    SimTime until(SimTime t) const;
+    void set(SimTime now, bool on) {
+      if (marks.empty() ? on : marks.back().on != on) marks.push_back({now, until(now), on});
+    }
   };
 
   std::uint32_t start_job(std::span<const int> cores, SimTime delay, SimTime work,
                           std::uint64_t token, bool background = false, std::uint64_t owner = 0,
-                          bool short_wake = false);
+                          bool short_wake = false, std::uint64_t compute_thread = 0);
   /// Whether `owner` has a compute op on `core`.
   bool has_op(int core, std::uint64_t owner) const;
   Thread& thread(int core, std::uint64_t owner);
@@ -181,8 +202,6 @@ class CoreSharing {
   void pick(int core);
   void on_request_end(int core);
   void on_handover(int core);
-  /// Busy time of `core` from the start up to `t` (t <= now).
-  SimTime busy_until(int core, SimTime t) const;
   void handle(const Event& event);
   void join(std::uint32_t job);
   void leave(std::uint32_t job);
@@ -198,8 +217,10 @@ class CoreSharing {
   std::vector<std::uint32_t> free_;
   std::vector<std::vector<std::uint32_t>> on_core_;  ///< job ids per core
   static constexpr std::uint32_t kNoJob = ~std::uint32_t{0};
-  std::vector<std::uint32_t> background_;        ///< per core: its background job, or kNoJob
-  std::vector<std::vector<BusyMark>> busy_log_;  ///< per core, in time order
+  std::vector<std::uint32_t> background_;  ///< per core: its background job, or kNoJob
+  std::vector<StateLog> busy_log_;         ///< per core
+  std::vector<StateLog> contended_log_;    ///< per core
+  std::function<std::uint64_t(std::uint64_t)> process_of_;
   SimTime slice_;
   std::vector<Queue> queues_;  ///< per core
 };

@@ -426,6 +426,9 @@ class Executor {
   std::vector<int> host_of_rank_;
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
   SimTime wakeup_cost_, wakeup_latency_, wakeup_cost_long_;
+  /// The two wake-up costs while the core's other ranks compute too (profile
+  /// host.wakeup_cost_shared, host.wakeup_cost_long_shared; the figures above without them).
+  SimTime wakeup_cost_shared_, wakeup_cost_long_shared_;
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
   void charge_wakeups(std::size_t g);
   /// CPU topologies: whether the host backend waits for unit `unit` on its doorbell

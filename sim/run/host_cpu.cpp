@@ -11,7 +11,8 @@
 // (common/host_wait.h: on timers, or once when its peer rings its doorbell for point-to-point
 // waits, exec/host/doorbell.h) and every wake-up costs its core's compute thread progress: when a
 // transfer ends, the wake-ups of each rank's wait are charged to that rank's core as work (profile
-// host.wakeup_cost, measured by calibration).
+// host.wakeup_cost, measured by calibration; host.wakeup_cost_shared for the part of the wait
+// while another rank of the core had compute work too).
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -79,7 +80,16 @@ void Executor::init_host_cpu() {
     // Without a long-wait figure every sleep costs the short one; a measured 0 (calibrate clamps
     // a median below 0 to it) is a figure, not an absence.
     wakeup_cost_long_ = hp.wakeup_cost_long.value_or(wakeup_cost_);
+    // Measured with the core's other ranks computing beside (ranks_per_core > 1); without them
+    // a shared core's wake-ups cost what a lone thread's do.
+    wakeup_cost_shared_ = hp.wakeup_cost_shared.value_or(wakeup_cost_);
+    wakeup_cost_long_shared_ = hp.wakeup_cost_long_shared.value_or(
+        hp.wakeup_cost_shared ? wakeup_cost_shared_ : wakeup_cost_long_);
   }
+  // A wake-up may hand the core to another rank's compute thread when one has work there: the
+  // threads of one rank (its streams' and its interpreter's, ids (rank << 20 | n) + 1 below) are
+  // one process.
+  cores_->set_process_of([](std::uint64_t owner) { return (owner - 1) >> 20; });
 }
 
 void Executor::plan_zeroing() {
@@ -182,7 +192,7 @@ void Executor::start_zeroing(std::size_t g) {
 }
 
 void Executor::charge_wakeups(std::size_t g) {
-  if (wakeup_cost_ <= SimTime()) return;
+  if (wakeup_cost_ <= SimTime() && wakeup_cost_shared_ <= SimTime()) return;
   // One communication thread waits for all the ops of a unit (an IR group, posted as one batch,
   // exec/host/host_backend.cpp) in one wait_all, whose sleep schedule restarts at each
   // completion: the wake-ups of a unit are those of the intervals between its completions, not
@@ -198,20 +208,21 @@ void Executor::charge_wakeups(std::size_t g) {
   const SimTime busy = cores_->busy_between(core, since);
   if (waited <= SimTime() || busy <= SimTime()) return;
   // Each wake-up at the cost measured for its sleep length: wakeup_cost at the short waits'
-  // longest sleep (and below), wakeup_cost_long at the long waits' longest, log-linear between.
-  const double short_ps = static_cast<double>(wakeup_cost_.picoseconds());
-  const double long_ps = static_cast<double>(wakeup_cost_long_.picoseconds());
-  double cost_ps = 0.0;
+  // longest sleep (and below), wakeup_cost_long at the long waits' longest, log-linear between;
+  // the same with the shared figures for the part of the wait while another rank of the core
+  // had compute work too.
+  const auto ps = [](SimTime t) { return static_cast<double>(t.picoseconds()); };
+  double cost_ps = 0.0, shared_ps = 0.0;
   auto each = [&](std::int64_t sleep_ns, double count) {
-    if (sleep_ns <= host_wait::kMaxSleepNs) {
-      cost_ps += count * short_ps;
-      return;
-    }
-    const double f =
-        std::log(static_cast<double>(sleep_ns) / static_cast<double>(host_wait::kMaxSleepNs)) /
-        std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
-                 static_cast<double>(host_wait::kMaxSleepNs));
-    cost_ps += count * (short_ps + std::min(f, 1.0) * (long_ps - short_ps));
+    double f = 0.0;
+    if (sleep_ns > host_wait::kMaxSleepNs)
+      f = std::min(1.0, std::log(static_cast<double>(sleep_ns) /
+                                 static_cast<double>(host_wait::kMaxSleepNs)) /
+                            std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
+                                     static_cast<double>(host_wait::kMaxSleepNs)));
+    cost_ps += count * (ps(wakeup_cost_) + f * (ps(wakeup_cost_long_) - ps(wakeup_cost_)));
+    shared_ps += count * (ps(wakeup_cost_shared_) +
+                          f * (ps(wakeup_cost_long_shared_) - ps(wakeup_cost_shared_)));
   };
   if (rings_doorbell(unit)) {
     // The sleeps end at the bells: the last one when the op can complete, and, in a direct
@@ -241,9 +252,13 @@ void Executor::charge_wakeups(std::size_t g) {
     host_wait::for_each_sleep(waited.picoseconds() / 1000, wakeup_latency_.picoseconds() / 1000,
                               each);
   }
-  const double share =
-      static_cast<double>(busy.picoseconds()) / static_cast<double>(waited.picoseconds());
-  const auto work = SimTime::ps(static_cast<std::int64_t>(cost_ps * share));
+  // The wake-ups spread evenly over the wait: those while the core was busy cost, at the shared
+  // figures while it was contended (contended time is busy time).
+  const SimTime contended = std::min(cores_->contended_between(core, since), busy);
+  double work_ps = cost_ps * (ps(busy) / ps(waited));
+  if (contended > SimTime() && shared_ps != cost_ps)
+    work_ps = (cost_ps * ps(busy - contended) + shared_ps * ps(contended)) / ps(waited);
+  const auto work = SimTime::ps(static_cast<std::int64_t>(work_ps));
   if (work <= SimTime()) return;
   cores_->add_background(core, on_core(core, engine_.now(), work), kBackgroundToken);
 }

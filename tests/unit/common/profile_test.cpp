@@ -49,6 +49,8 @@ host:
   wakeup_cost: 50us
   wakeup_latency: 120us
   wakeup_cost_long: 40us
+  wakeup_cost_shared: 65us
+  wakeup_cost_long_shared: 45us
   zero_bandwidth: 12GB/s
 noise:
   work: "sgemm 128x256x256 x8"
@@ -102,6 +104,8 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
   EXPECT_EQ(p->host->wakeup_cost_long, SimTime::us(40));
+  EXPECT_EQ(p->host->wakeup_cost_shared, SimTime::us(65));
+  EXPECT_EQ(p->host->wakeup_cost_long_shared, SimTime::us(45));
   ASSERT_TRUE(p->host->zero_bandwidth.has_value());
   EXPECT_DOUBLE_EQ(p->host->zero_bandwidth->bytes_per_second(), 12e9);
   EXPECT_EQ(p->links.at("nvswitch").latency, SimTime::ns(600));

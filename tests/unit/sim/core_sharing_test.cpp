@@ -92,6 +92,44 @@ TEST(CoreSharing, BusyTimeCountsJobsButNotTheBackground) {
   EXPECT_EQ(h.cores.busy_between(1, SimTime()), SimTime());
 }
 
+TEST(CoreSharing, ContendedTimeCountsComputeWorkOfTwoProcesses) {
+  // Core 0, slice zero (sliced jobs share like start): A (2 ms) and B (1 ms) of process 1 from
+  // 0; C (1 ms) of process 2 from 1 ms. 0-1 ms A and B at 1/2 (0.5 ms done each); then all three
+  // at 1/3: B's last 0.5 ms ends at 2.5 ms (A 1.0 left, C 0.5); then 1/2 each: C ends at 3.5 ms;
+  // A alone ends at 4 ms. Two processes have work from 1 to 3.5 ms: 2.5 ms contended. With
+  // owners as their own processes (no set_process_of) A and B contend from 0 to 3.5 ms.
+  for (const bool grouped : {true, false}) {
+    Harness h;
+    if (grouped) h.cores.set_process_of([](std::uint64_t owner) { return owner >> 20; });
+    const std::uint64_t a = (1u << 20) | 1, b = (1u << 20) | 2, c = (2u << 20) | 1;
+    h.cores.start_sliced(0, ms(2), a, 1);
+    h.cores.start_sliced(0, ms(1), b, 2);
+    h.engine.schedule_after(
+        ms(1),
+        Event{h.engine.add_handler([&](const Event&) { h.cores.start_sliced(0, ms(1), c, 3); }), 0,
+              0});
+    // A shared job (owner 0: a copy) on core 1 beside one sliced job: no contention there.
+    const int c1 = 1;
+    h.cores.start(std::span<const int>(&c1, 1), SimTime(), ms(1), 4);
+    h.cores.start_sliced(1, ms(1), c, 5);
+    std::map<double, SimTime> seen;
+    h.engine.schedule_after(ms(5), Event{h.engine.add_handler([&](const Event&) {
+                                           for (double from : {0.0, 2.0, 3.0})
+                                             seen[from] = h.cores.contended_between(0, ms(from));
+                                           seen[-1.0] = h.cores.contended_between(1, SimTime());
+                                         }),
+                                         0, 0});
+    h.engine.run();
+    EXPECT_EQ(h.done[2], ms(2.5));
+    EXPECT_EQ(h.done[3], ms(3.5));
+    EXPECT_EQ(h.done[1], ms(4));
+    EXPECT_EQ(seen[0.0], grouped ? ms(2.5) : ms(3.5)) << grouped;
+    EXPECT_EQ(seen[2.0], ms(1.5)) << grouped;
+    EXPECT_EQ(seen[3.0], ms(0.5)) << grouped;
+    EXPECT_EQ(seen[-1.0], SimTime()) << grouped;
+  }
+}
+
 TEST(MpiShm, CurveInterpolatesInLogSizeAndExtrapolatesAtTheLastSlope) {
   ShmCurve c;
   c.op = ShmOp::sendrecv;

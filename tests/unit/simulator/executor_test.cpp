@@ -543,6 +543,65 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   EXPECT_LT(op(*zero, 1, ir::OpKind::compute).end, mine.end);
 }
 
+// While another rank of the core computes too, a wake-up costs the shared figure (profile
+// host.wakeup_cost_shared, measured with the core's other ranks computing). 2x2-cpu, ranks 0 and
+// 1 on core 0: rank 1 posts a receive from rank 2 (core 1) at once and computes W1 on its compute
+// stream, rank 0 computes W0 beside it (or nothing), rank 2 computes W2 < W0, W1, then sends. The
+// receive's n wake-ups are charged to core 0 when it ends, while both ranks there still compute:
+// core 0, busy throughout, finishes its work n x cost later (processor sharing conserves it), at
+// the shared cost when rank 0 computes and at the lone one when it does not.
+TEST(Executor, HostWakeupsWhileTheCoresOtherRankComputesCostTheSharedFigure) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  auto program = [&](bool rank0_computes) {
+    ir::ProgramBuilder b(testing::header_for(t, 4, "fp32"), 4);
+    const ir::StreamId side = b.stream("side");
+    const ir::CommId pair = b.communicator("pair", {1, 2});
+    const ir::BufferId x = b.buffer(2, "x", Bytes(4), ir::BufferRole::activation, true);
+    const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
+    if (rank0_computes)
+      b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
+    b.recv(1, side, 2, pair, Bytes(4), y);
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
+    b.compute(2, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+    b.send(2, 0, 1, pair, Bytes(4), x);
+    return std::move(b).finish();
+  };
+  profile::Profile prof;
+  prof.host = profile::HostProfile{};
+  prof.host->cores_per_host = 2;
+  prof.host->ranks_per_core = 2;
+  prof.host->wakeup_cost = SimTime::us(50);
+  // Core 0's last compute end, and the receive's wake-ups.
+  auto run = [&](const ir::Program& p, const std::optional<profile::Profile>& pr) {
+    SimOptions o;
+    o.record_ops = true;
+    o.profile = pr;
+    auto r = simulate(p, t, o);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    SimTime end;
+    for (const report::OpRecord& rec : r->ops)
+      if (rec.rank <= 1) end = std::max(end, rec.end);
+    const report::OpRecord recv = first_op(p, *r, 1, ir::OpKind::recv);
+    return std::pair{end,
+                     host_wait::doorbell_wakeups((recv.end - recv.start).picoseconds() / 1000)};
+  };
+  auto shared = prof;
+  shared.host->wakeup_cost_shared = SimTime::us(80);
+  for (const bool rank0_computes : {true, false}) {
+    const ir::Program p = program(rank0_computes);
+    const auto [alone, n0] = run(p, std::nullopt);
+    const auto [lone_figure, n] = run(p, prof);
+    const auto [shared_figure, n2] = run(p, shared);
+    EXPECT_GT(n, 5.0);
+    EXPECT_EQ(n, n2);
+    EXPECT_NEAR(static_cast<double>((lone_figure - alone).picoseconds()), n * 50e6, 2.0)
+        << rank0_computes;
+    EXPECT_NEAR(static_cast<double>((shared_figure - alone).picoseconds()),
+                n * (rank0_computes ? 80e6 : 50e6), 2.0)
+        << rank0_computes;
+  }
+}
+
 // A direct collective (exec/host/mpi_ops.h run_direct) is a message to and from every other
 // member, and each member's post rings the others' doorbells: a member that posts first sleeps
 // until each later member's post (its message has arrived to be copied) and then until the end,
