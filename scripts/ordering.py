@@ -74,20 +74,28 @@ def pair_verdict(same_program, predicted, measured):
     return "within noise", "noise"
 
 
-def summary(kinds):
+def summary(kinds, others=None):
     """The answer to "measured ordering = predicted ordering?" from the pairs' kinds: it names
     how many adjacent pairs the prediction orders at all, so that a YES over predicted ties is
-    not read as a full ordering."""
-    n = {k: kinds.count(k) for k in ("same", "swapped", "noise", "tie", "tie-ok", "tie-miss")}
+    not read as a full ordering. `others`: the kinds of the non-adjacent pairs. Ties are not
+    transitive (a ~ b and b ~ c say nothing of a against c), so with predicted ties the
+    adjacent pairs alone do not decide the ordering: every other pair must be consistent too."""
+    kinds_of = ("same", "swapped", "noise", "tie", "tie-ok", "tie-miss")
+    n = {k: kinds.count(k) for k in kinds_of}
+    o = {k: list(others or []).count(k) for k in kinds_of}
     ordered = n["same"] + n["swapped"] + n["noise"]
     ties = n["tie-ok"] + n["tie-miss"]
     counts = (f"the prediction orders {ordered} of {ordered + ties} adjacent pairs: {n['same']} "
               f"measured in that order, {n['swapped']} swapped, {n['noise']} within noise; "
               f"{ties} predicted ties: {n['tie-ok']} consistent, {n['tie-miss']} missed; "
               f"{n['tie']} ties by construction")
-    if n["swapped"] or n["tie-miss"]:
+    if others is not None:
+        counts += (f"; the {len(others)} other pairs: {o['same'] + o['tie-ok'] + o['tie']} "
+                   f"consistent, {o['swapped']} swapped, {o['tie-miss']} predicted ties missed, "
+                   f"{o['noise']} within noise")
+    if n["swapped"] or n["tie-miss"] or o["swapped"] or o["tie-miss"]:
         return f"NO: the measured ordering differs from the predicted one ({counts})"
-    if n["noise"]:
+    if n["noise"] or o["noise"]:
         return (f"NOT RESOLVED: no pair is swapped, but some that the prediction orders are "
                 f"within the measurement's noise ({counts})")
     if ordered == 0:

@@ -77,6 +77,16 @@ check("summary counts", summary(["same", "same", "tie-ok", "tie-miss", "tie"]).s
       "the prediction orders 2 of 4 adjacent pairs: 2 measured in that order, 0 swapped, 0 within "
       "noise; 2 predicted ties: 1 consistent, 1 missed; 1 ties by construction)")
 
+# Ties are not transitive: adjacent pairs all consistent, yet another pair missed or swapped.
+check("summary other pair missed", summary(["same", "tie-ok"], ["tie-miss"]).split(":")[0], "NO")
+check("summary other pair swapped", summary(["same", "tie-ok"], ["swapped"]).split(":")[0], "NO")
+check("summary other pair in noise", summary(["same", "tie-ok"], ["noise"]).split(":")[0],
+      "NOT RESOLVED")
+check("summary others consistent", summary(["same", "tie-ok"], ["same", "tie-ok"]).split("(")[-1],
+      "the prediction orders 1 of 2 adjacent pairs: 1 measured in that order, 0 swapped, 0 within "
+      "noise; 1 predicted ties: 1 consistent, 0 missed; 0 ties by construction; the 2 other pairs: "
+      "2 consistent, 0 swapped, 0 predicted ties missed, 0 within noise)")
+
 for f in failures:
     print("FAIL:", f)
 print("PASS" if not failures else f"{len(failures)} failures")
