@@ -99,13 +99,66 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+/// The wake-up figures' compute: a 256^3 sgemm on hot operands, one call at a time.
+struct HotGemm {
+  static constexpr std::size_t n = 256;
+  std::vector<float> a = std::vector<float>(n * n, 0.5f), b = std::vector<float>(n * n, 0.25f),
+                     c = std::vector<float>(n * n);
+  void operator()() {
+    math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  }
+};
+
+/// A thread that sleeps `sleep_ns` in a loop as a waiting communication thread of the backend
+/// does (short slice, SCHED_FIFO, 1 us timer slack), from construction until stop().
+class Sleeper {
+ public:
+  struct Figures {
+    long wakes = 0;
+    double slept = 0.0;  ///< seconds from its first sleep to its last wake-up
+    double cpu = 0.0;    ///< its thread's CPU time (seconds)
+  };
+  explicit Sleeper(std::int64_t sleep_ns)
+      : thread_([this, sleep_ns] {
+          prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+          request_comm_slice(true);
+          const FifoWhileWaiting fifo;  // as a waiting thread of the backend (wait_all)
+          const auto t0 = Clock::now();
+          const double c0 = thread_cpu_seconds();
+          long k = 0;
+          while (!stop_.load()) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+            ++k;
+          }
+          figures_ = {k, std::chrono::duration<double>(Clock::now() - t0).count(),
+                      thread_cpu_seconds() - c0};
+        }) {}
+  Sleeper(const Sleeper&) = delete;
+  Sleeper& operator=(const Sleeper&) = delete;
+  ~Sleeper() { stop(); }
+  Figures stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return figures_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  Figures figures_;
+  std::thread thread_;  ///< last: starts after the members it uses
+};
+
+double median_of(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
-  constexpr std::size_t n = 256;
   constexpr double kSegment = 0.05;  // seconds of one segment
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  HotGemm gemm;
   auto gemms = [&](int calls) {
     for (int i = 0; i < calls; ++i)
-      math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      gemm();
   };
   auto on_compute_thread = [&](auto&& f) {
     std::thread t([&] {
@@ -136,34 +189,16 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
   };
   auto beside = [&] {
     Beside r;
-    std::atomic<bool> stop{false};
-    std::atomic<long> wakes{0};
-    std::atomic<double> slept{0.0}, cpu{0.0};
-    std::thread sleeper([&] {
-      prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-      request_comm_slice(true);
-      const FifoWhileWaiting fifo;  // as a waiting thread of the backend (wait_all)
-      const auto t0 = Clock::now();
-      const double c0 = thread_cpu_seconds();
-      long k = 0;
-      while (!stop.load()) {
-        std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
-        ++k;
-      }
-      wakes = k;
-      slept = std::chrono::duration<double>(Clock::now() - t0).count();
-      cpu = thread_cpu_seconds() - c0;
-    });
+    Sleeper sleeper(sleep_ns);
     on_compute_thread([&] {
       const auto t0 = Clock::now();
       gemms(calls);
       r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     });
-    stop = true;
-    sleeper.join();
-    r.wakes = static_cast<double>(std::max(wakes.load(), 1L));
-    r.late = std::max(0.0, slept.load() / r.wakes - 1e-9 * static_cast<double>(sleep_ns));
-    r.own = cpu.load() / r.wakes;
+    const Sleeper::Figures f = sleeper.stop();
+    r.wakes = static_cast<double>(std::max(f.wakes, 1L));
+    r.late = std::max(0.0, f.slept / r.wakes - 1e-9 * static_cast<double>(sleep_ns));
+    r.own = f.cpu / r.wakes;
     return r;
   };
   const int pairs = std::max(8, static_cast<int>(budget / (2.0 * kSegment)));
@@ -182,11 +217,7 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     late.push_back(with.late);
     own.push_back(with.own);
   }
-  auto median = [](std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  return {std::max(0.0, median(cost)), median(late), median(own)};
+  return {std::max(0.0, median_of(cost)), median_of(late), median_of(own)};
 }
 
 /// measure_wakeups' figure on a core whose other ranks compute too (ranks_per_core > 1), as a
@@ -208,13 +239,9 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
   int me = 0, members = 1;
   TAWPIPE_MPI(MPI_Comm_rank(core_comm, &me));
   TAWPIPE_MPI(MPI_Comm_size(core_comm, &members));
-  constexpr std::size_t n = 256;
   constexpr double kSegment = 0.2;  // seconds: ~600 GEMM calls of the core, ten 20 ms slices
   constexpr int kStopTag = 7;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-  auto gemm = [&] {
-    math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  };
+  HotGemm gemm;
   auto now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
@@ -256,21 +283,8 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
     auto segment = [&](bool with_sleeper) {
       Segment seg;
       seg.sleeper = with_sleeper;
-      std::atomic<bool> stop{false};
-      std::atomic<long> wakes{0};
-      std::thread sleeper;
-      if (with_sleeper)
-        sleeper = std::thread([&] {
-          prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-          request_comm_slice(true);
-          const FifoWhileWaiting fifo;  // as a waiting thread of the backend (wait_all)
-          long k = 0;
-          while (!stop.load()) {
-            std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
-            ++k;
-          }
-          wakes = k;
-        });
+      std::optional<Sleeper> sleeper;
+      if (with_sleeper) sleeper.emplace(sleep_ns);
       seg.begin = now_ns();
       const std::int64_t until = seg.begin + static_cast<std::int64_t>(kSegment * 1e9);
       while (now_ns() < until) {
@@ -278,9 +292,7 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
         ++seg.own;
       }
       seg.end = now_ns();
-      stop = true;
-      if (sleeper.joinable()) sleeper.join();
-      seg.wakes = wakes.load();
+      if (sleeper) seg.wakes = sleeper->stop().wakes;
       segments.push_back(seg);
     };
     for (int p = 0; p < pairs; ++p) {
@@ -317,9 +329,7 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
     cost.push_back(seconds * (1.0 - rate(with) / rate(without)) /
                    static_cast<double>(std::max(with.wakes, 1L)));
   }
-  std::nth_element(cost.begin(), cost.begin() + static_cast<std::ptrdiff_t>(cost.size() / 2),
-                   cost.end());
-  return std::max(0.0, cost[cost.size() / 2]);
+  return std::max(0.0, median_of(cost));
 }
 
 }  // namespace

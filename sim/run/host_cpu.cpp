@@ -255,7 +255,7 @@ void Executor::charge_wakeups(std::size_t g) {
   // The wake-ups spread evenly over the wait: those while the core was busy cost, at the shared
   // figures while it was contended (contended time is busy time).
   const SimTime contended = std::min(cores_->contended_between(core, since), busy);
-  double work_ps = cost_ps * (ps(busy) / ps(waited));
+  double work_ps = cost_ps * (ps(busy) / ps(waited));  // the lone figures' arithmetic, unchanged
   if (contended > SimTime() && shared_ps != cost_ps)
     work_ps = (cost_ps * ps(busy - contended) + shared_ps * ps(contended)) / ps(waited);
   const auto work = SimTime::ps(static_cast<std::int64_t>(work_ps));
