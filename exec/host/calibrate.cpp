@@ -99,14 +99,15 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
-/// The wake-up figures' compute: a 256^3 sgemm on hot operands, one call at a time.
-struct HotGemm {
-  static constexpr std::size_t n = 256;
-  std::vector<float> a = std::vector<float>(n * n, 0.5f), b = std::vector<float>(n * n, 0.25f),
-                     c = std::vector<float>(n * n);
-  void operator()() {
-    math::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  }
+/// The wake-up figures' compute: the block's GEMMs in turn, on the operands the compute figures
+/// give them (BlockGemms: A hot, B and C rotated over the layers' weights), so that a switch
+/// away from the loop and back costs what it costs a run's compute thread: on this VM a wake-up
+/// beside a computing core-mate cost 62-76 us with a cpu-h256 block's GEMMs on rotated weights,
+/// 60-69 with a hot 256^3 sgemm, which the figures used until session 21 (/tmp/s20/wk3.cpp,
+/// docs/validate-host.md "Session 20").
+struct WakeLoop {
+  const std::vector<GemmShape>& shapes;
+  double weight_bytes = 0.0;
 };
 
 /// A thread that sleeps `sleep_ns` in a loop as a waiting communication thread of the backend
@@ -153,12 +154,13 @@ double median_of(std::vector<double>& v) {
   return v[v.size() / 2];
 }
 
-WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
+WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns, const WakeLoop& loop) {
   constexpr double kSegment = 0.05;  // seconds of one segment
-  HotGemm gemm;
-  auto gemms = [&](int calls) {
+  BlockGemms block(loop.shapes, loop.weight_bytes);
+  const auto per_turn = static_cast<int>(loop.shapes.size());
+  auto gemms = [&](int calls) {  // whole turns of the shapes, so that every segment does the same
     for (int i = 0; i < calls; ++i)
-      gemm();
+      block.next();
   };
   auto on_compute_thread = [&](auto&& f) {
     std::thread t([&] {
@@ -167,13 +169,13 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
     });
     t.join();
   };
-  int calls = 1;
+  int calls = per_turn;
   on_compute_thread([&] {
-    gemms(20);  // warm-up
+    gemms(2 * per_turn);  // warm-up
     const auto t0 = Clock::now();
-    gemms(20);
-    const double one = std::chrono::duration<double>(Clock::now() - t0).count() / 20;
-    calls = std::max(4, static_cast<int>(kSegment / std::max(one, 1e-7)));
+    gemms(2 * per_turn);
+    const double turn = std::chrono::duration<double>(Clock::now() - t0).count() / 2;
+    calls = per_turn * std::max(2, static_cast<int>(kSegment / std::max(turn, 1e-7)));
   });
   auto alone = [&] {
     double s = 0.0;
@@ -227,21 +229,23 @@ WakeFigures measure_wakeups(double budget, std::int64_t sleep_ns) {
 /// Measured on this VM (2026-11-29, /tmp/s20/wk3.cpp, a 4-GEMM cpu-h256 block on rotated
 /// weights, 100 us sleeps, both cores busy, two runs per core): 62-76 us a wake-up with a
 /// core-mate computing against 54-60 alone. Collective over `core_comm` (the core's ranks, rank 0
-/// measuring): the other ranks run the GEMM loop on a compute thread, as the run's compute
-/// threads do, stamping each call's end, until rank 0 tells them to stop. Rank 0 alternates
-/// segments of kSegment seconds without and with the sleeper (A B B A ...), and counts the
-/// GEMM calls of every thread of the core that end in each: the sleeper's cost is the share of
-/// the core's GEMM throughput it takes. Whole segments count both processes' progress, so the
+/// measuring): the other ranks run the GEMM loop (WakeLoop) on a compute thread, as the run's
+/// compute threads do, stamping each call's end, until rank 0 tells them to stop. Rank 0
+/// alternates segments of kSegment seconds without and with the sleeper (A B B A ...), and
+/// counts the flops of the GEMM calls of every thread of the core that end in each (the k-th
+/// call of a loop is shape k mod 6): the sleeper's cost is the share of the core's GEMM
+/// throughput it takes. Whole segments count both processes' progress, so the
 /// EEVDF slices (20 ms) that split a segment between them do not enter. Per pair: the segment's
 /// lost throughput over its wake-ups; the median of the pairs (>= 0). Returns it on rank 0
 /// (0 elsewhere).
-Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MPI_Comm core_comm) {
+Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MPI_Comm core_comm,
+                                        const WakeLoop& wake_loop) {
   int me = 0, members = 1;
   TAWPIPE_MPI(MPI_Comm_rank(core_comm, &me));
   TAWPIPE_MPI(MPI_Comm_size(core_comm, &members));
-  constexpr double kSegment = 0.2;  // seconds: ~600 GEMM calls of the core, ten 20 ms slices
+  constexpr double kSegment = 0.2;  // seconds: ~200 block GEMM calls of the core, ten 20 ms slices
   constexpr int kStopTag = 7;
-  HotGemm gemm;
+  BlockGemms block(wake_loop.shapes, wake_loop.weight_bytes);
   auto now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
         .count();
@@ -256,7 +260,7 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
       request_compute_slice();
       int done = 0;
       while (done == 0) {
-        gemm();
+        block.next();  // the k-th call's flops: block.flops_of_call(k), on rank 0 too
         ends.push_back(now_ns());
         MPI_Test(&stop, &done, MPI_STATUS_IGNORE);
       }
@@ -271,7 +275,8 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
   const int pairs = std::max(8, static_cast<int>(budget / (2.0 * kSegment)));
   struct Segment {
     std::int64_t begin = 0, end = 0;
-    long own = 0, wakes = 0;
+    double own = 0.0;  // flops of rank 0's calls that ended in the segment
+    long wakes = 0;
     bool sleeper = false;
   };
   std::vector<Segment> segments;
@@ -279,7 +284,7 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
     request_compute_slice();
     // Warm-up: the mates are computing and the caches hold the loop's operands.
     for (const std::int64_t until = now_ns() + 100'000'000; now_ns() < until;)
-      gemm();
+      block.next();
     auto segment = [&](bool with_sleeper) {
       Segment seg;
       seg.sleeper = with_sleeper;
@@ -287,10 +292,8 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
       if (with_sleeper) sleeper.emplace(sleep_ns);
       seg.begin = now_ns();
       const std::int64_t until = seg.begin + static_cast<std::int64_t>(kSegment * 1e9);
-      while (now_ns() < until) {
-        gemm();
-        ++seg.own;
-      }
+      while (now_ns() < until)
+        seg.own += block.next();
       seg.end = now_ns();
       if (sleeper) seg.wakes = sleeper->stop().wakes;
       segments.push_back(seg);
@@ -301,8 +304,8 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
     }
   });
   loop.join();
-  // Stop the mates and count their calls per segment.
-  std::vector<std::int64_t> mate_ends;
+  // Stop the mates and count their calls' flops per segment.
+  std::vector<std::pair<std::int64_t, double>> mate_calls;  // (end, flops)
   for (int m = 1; m < members; ++m) {
     const int word = 1;
     TAWPIPE_MPI(MPI_Send(&word, 1, MPI_INT, m, kStopTag, core_comm));
@@ -313,13 +316,21 @@ Expected<double> measure_wakeups_shared(double budget, std::int64_t sleep_ns, MP
     std::vector<std::int64_t> ends(static_cast<std::size_t>(count));
     TAWPIPE_MPI(MPI_Recv(ends.data(), static_cast<int>(count), MPI_INT64_T, m, kStopTag, core_comm,
                          MPI_STATUS_IGNORE));
-    mate_ends.insert(mate_ends.end(), ends.begin(), ends.end());
+    for (std::size_t k = 0; k < ends.size(); ++k)
+      mate_calls.emplace_back(ends[k], block.flops_of_call(k));
   }
-  std::sort(mate_ends.begin(), mate_ends.end());
-  auto rate = [&](const Segment& s) {  // the core's GEMM calls per second in the segment
-    const auto lo = std::lower_bound(mate_ends.begin(), mate_ends.end(), s.begin);
-    const auto hi = std::lower_bound(mate_ends.begin(), mate_ends.end(), s.end);
-    return static_cast<double>(s.own + (hi - lo)) / (1e-9 * static_cast<double>(s.end - s.begin));
+  std::sort(mate_calls.begin(), mate_calls.end());
+  std::vector<double> before(mate_calls.size() + 1, 0.0);  // flops of the calls before each
+  for (std::size_t k = 0; k < mate_calls.size(); ++k)
+    before[k + 1] = before[k] + mate_calls[k].second;
+  auto rate = [&](const Segment& s) {  // the core's GEMM flops per second in the segment
+    auto at = [&](std::int64_t t) {
+      return before[static_cast<std::size_t>(
+          std::lower_bound(mate_calls.begin(), mate_calls.end(),
+                           std::pair<std::int64_t, double>(t, 0.0)) -
+          mate_calls.begin())];
+    };
+    return (s.own + at(s.end) - at(s.begin)) / (1e-9 * static_cast<double>(s.end - s.begin));
   };
   std::vector<double> cost;
   for (std::size_t i = 0; i + 1 < segments.size(); i += 2) {
@@ -344,7 +355,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   auto dims = math::host_dims(*cfg, o.seq_len, 1);
   if (!dims.ok()) return dims.error();
   const math::Dims& d = *dims;
-  const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
+  const std::size_t T = d.tokens(), H = d.hidden;
   const double budget = o.seconds_per_figure;
 
   // Compute figures: measured at once on the first rank of every core (every core busy, as in a
@@ -360,22 +371,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   std::optional<Bandwidth> zero_bandwidth;  ///< the profile's host.zero_bandwidth
   dev.dtype = "fp32";
   WakeFigures wake, wake_long;
-  // GEMMs at the block's shapes: forward QKV/O (T x H x H), MLP up (T x F x H) and down
-  // (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
-  struct Shape {
-    std::size_t m, n, k;
-    bool trans_a;
-  };
-  const std::vector<Shape> shapes = {{T, H, H, false}, {T, F, H, false}, {T, H, F, false},
-                                     {H, H, T, true},  {H, F, T, true},  {F, H, T, true}};
-  // A run's GEMM finds its weight-sized operands (the weight of a forward, the weight gradient
-  // of a backward) beyond the caches: between two uses of one layer's matrix the rank's ops go
-  // through the weights of all its layers (a 4-layer cpu-h256 block is ~10 MB, past the 1 MB L2
-  // of this VM's cores). So B and C rotate over as many copies as those layers' weights fill,
-  // while A (the activations, just written by the previous op) stays hot. Measured on this VM
-  // (OpenBLAS sgemm at the six shapes, both cores busy, quiet, 2026-11-25, hot and 10 MB
-  // rotation interleaved 4 times, mean over the shapes): hot 95-103 GFLOP/s, rotated 88-97
-  // (-5 % on one core, -7 % on the other, in the undisturbed repetitions).
+  const std::vector<GemmShape> shapes = block_gemm_shapes(d);
   const int ranks_for_layers = std::max(world, 1);
   const std::int64_t layers = o.layers_per_rank > 0
                                   ? o.layers_per_rank
@@ -384,6 +380,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
       4.0 * static_cast<double>(model::param_counts(*cfg).per_layer) * static_cast<double>(layers);
   // Memory-bound figures at the run's sizes and cache state (calibrate_kernels.h).
   const std::vector<MemoryFigure> memory = memory_figures(*cfg, d, layers, world);
+  const WakeLoop wake_loop{shapes, weight_bytes};  // the wake-up figures' GEMMs
   // Every figure, measured interleaved (interleaved_per_call): the six GEMMs, attention forward
   // and backward, the memory-bound figures, a near-empty kernel call.
   const std::size_t kGemm0 = 0, kAttnFwd = shapes.size(), kAttnBwd = kAttnFwd + 1,
@@ -392,26 +389,17 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   if (measures) {
     std::vector<Figure> figures;
-    // Operands of the GEMMs: A hot, B and C rotated over the layers' weights.
-    const std::size_t big = std::max({T, H, F});
-    std::vector<float> a(big * big, 0.5f);
-    std::vector<std::vector<float>> gemm_pools(shapes.size());
-    std::vector<std::size_t> next(kCount, 0);
-    for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const Shape sh = shapes[i];
-      const std::size_t lda = sh.trans_a ? sh.m : sh.k;
-      const std::size_t set_floats = sh.k * sh.n + sh.m * sh.n;  // B and C
-      const auto sets = static_cast<std::size_t>(
-          std::max(1.0, std::ceil(weight_bytes / (4.0 * static_cast<double>(set_floats)))));
-      gemm_pools[i].assign(sets * set_floats, 0.25f);
-      figures.push_back({[&, i, sh, lda, set_floats, sets] {
-                           float* b = gemm_pools[i].data() + next[i] * set_floats;
-                           next[i] = (next[i] + 1) % sets;
-                           math::gemm(sh.trans_a, false, sh.m, sh.n, sh.k, 1.0f, a.data(), lda, b,
-                                      sh.n, 0.0f, b + sh.k * sh.n, sh.n);
-                         },
-                         budget / 3});
-    }
+    // The GEMMs (BlockGemms: A hot, B and C rotated over the layers' weights). A run's GEMM
+    // finds its weight-sized operands beyond the caches: between two uses of one layer's matrix
+    // the rank's ops go through the weights of all its layers (a 4-layer cpu-h256 block is
+    // ~10 MB, past the 1 MB L2 of this VM's cores). Measured on this VM (OpenBLAS sgemm at the
+    // six shapes, both cores busy, quiet, 2026-11-25, hot and 10 MB rotation interleaved 4 times,
+    // mean over the shapes): hot 95-103 GFLOP/s, rotated 88-97 (-5 % on one core, -7 % on the
+    // other, in the undisturbed repetitions).
+    BlockGemms gemms(shapes, weight_bytes);
+    std::vector<std::size_t> next(kCount, 0);  // the memory figures' next operand set
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      figures.push_back({[&gemms, i] { gemms.run(i); }, budget / 3});
     // Attention forward and backward at the block's shape.
     std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), att(T * H), dq(T * H),
         dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
@@ -523,10 +511,10 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     auto overhead = measure_op_overhead(budget);
     if (!overhead.ok()) return overhead.error();
     dev.op_overhead = *overhead;
-    wake = measure_wakeups(budget, host_wait::kMaxSleepNs);
+    wake = measure_wakeups(budget, host_wait::kMaxSleepNs, wake_loop);
     // The long waits' sleeps wake ~20x less often, so their slow-down is ~20x smaller: a longer
     // loop keeps it above the loop's noise.
-    wake_long = measure_wakeups(4.0 * budget, host_wait::kLongWaitMaxSleepNs);
+    wake_long = measure_wakeups(4.0 * budget, host_wait::kLongWaitMaxSleepNs, wake_loop);
   }
   TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
   // The same wake-ups while the core's other ranks compute (ranks_per_core > 1): every rank of
@@ -535,10 +523,11 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
   if (per_core > 1 && world > 1) {
     MPI_Comm core_comm = MPI_COMM_NULL;
     TAWPIPE_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank / per_core, rank, &core_comm));
-    auto s = measure_wakeups_shared(budget, host_wait::kMaxSleepNs, core_comm);
-    Expected<double> l =
-        s.ok() ? measure_wakeups_shared(4.0 * budget, host_wait::kLongWaitMaxSleepNs, core_comm)
-               : Expected<double>(s.error());
+    auto s = measure_wakeups_shared(budget, host_wait::kMaxSleepNs, core_comm, wake_loop);
+    Expected<double> l = s.ok()
+                             ? measure_wakeups_shared(4.0 * budget, host_wait::kLongWaitMaxSleepNs,
+                                                      core_comm, wake_loop)
+                             : Expected<double>(s.error());
     MPI_Comm_free(&core_comm);
     if (!s.ok()) return s.error();
     if (!l.ok()) return l.error();
@@ -580,14 +569,12 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     if (spread.count > 1) dev.ranks = spread;
     auto& points = dev.kernels[model::KernelClass::gemm];
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const Shape& sh = shapes[i];
+      const GemmShape& sh = shapes[i];
       profile::KernelPoint pt;
       pt.m = static_cast<std::int64_t>(sh.m);
       pt.n = static_cast<std::int64_t>(sh.n);
       pt.k = static_cast<std::int64_t>(sh.k);
-      pt.rate =
-          FlopRate::flops_per_second(2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) *
-                                     static_cast<double>(sh.k) / secs[kGemm0 + i]);
+      pt.rate = FlopRate::flops_per_second(sh.flops() / secs[kGemm0 + i]);
       points.push_back(pt);
     }
     const double seq = static_cast<double>(d.seq_len);

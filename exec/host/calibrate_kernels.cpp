@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <utility>
 
 #include "common/model/cost.h"
 #include "common/model/kernels.h"
+#include "exec/math/gemm.h"
 
 namespace tawpipe::exec::host {
 namespace {
@@ -79,6 +81,57 @@ std::vector<MemoryFigure> memory_figures(const model::ModelConfig& cfg, const ma
 std::size_t rotation_sets(double set_bytes, bool cold, double pool_bytes) {
   if (!cold || !(set_bytes > 0.0)) return 1;
   return std::max<std::size_t>(2, static_cast<std::size_t>(std::ceil(pool_bytes / set_bytes)));
+}
+
+std::vector<GemmShape> block_gemm_shapes(const math::Dims& d) {
+  const std::size_t T = d.tokens(), H = d.hidden, F = d.ffn;
+  return {{T, H, H, false}, {T, F, H, false}, {T, H, F, false},
+          {H, H, T, true},  {H, F, T, true},  {F, H, T, true}};
+}
+
+namespace {
+std::size_t set_floats(const GemmShape& s) {
+  return s.k * s.n + s.m * s.n;  // B and C
+}
+}  // namespace
+
+BlockGemms::BlockGemms(std::vector<GemmShape> shapes, double weight_bytes)
+    : shapes_(std::move(shapes)) {
+  std::size_t a_floats = 1;
+  for (const GemmShape& s : shapes_) {
+    a_floats = std::max(a_floats, s.m * s.k);
+    const std::size_t floats = set_floats(s);
+    const auto sets = static_cast<std::size_t>(
+        std::max(1.0, std::ceil(weight_bytes / (4.0 * static_cast<double>(floats)))));
+    sets_.push_back(sets);
+    next_set_.push_back(0);
+    pools_.emplace_back(sets * floats, 0.25f);
+  }
+  a_.assign(a_floats, 0.5f);
+}
+
+const float* BlockGemms::next_b(std::size_t i) const {
+  return pools_[i].data() + next_set_[i] * set_floats(shapes_[i]);
+}
+
+const float* BlockGemms::last_c(std::size_t i) const {
+  const std::size_t last = (next_set_[i] + sets_[i] - 1) % sets_[i];
+  return pools_[i].data() + last * set_floats(shapes_[i]) + shapes_[i].k * shapes_[i].n;
+}
+
+void BlockGemms::run(std::size_t i) {
+  const GemmShape& s = shapes_[i];
+  float* b = pools_[i].data() + next_set_[i] * set_floats(s);
+  next_set_[i] = (next_set_[i] + 1) % sets_[i];
+  const std::size_t lda = s.trans_a ? s.m : s.k;
+  math::gemm(s.trans_a, false, s.m, s.n, s.k, 1.0f, a_.data(), lda, b, s.n, 0.0f, b + s.k * s.n,
+             s.n);
+}
+
+double BlockGemms::next() {
+  const std::size_t i = turn_++ % shapes_.size();
+  run(i);
+  return shapes_[i].flops();
 }
 
 std::map<model::KernelClass, std::vector<profile::KernelPoint>> memory_points(

@@ -101,6 +101,49 @@ std::vector<MemoryFigure> memory_figures(const model::ModelConfig& model, const 
 /// `pool_bytes`, at least 2.
 std::size_t rotation_sets(double set_bytes, bool cold, double pool_bytes = kColdPoolBytes);
 
+/// One GEMM of the block: C (m x n) = op(A) B, op(A) = A^T (stored k x m) when trans_a.
+struct GemmShape {
+  std::size_t m = 0, n = 0, k = 0;
+  bool trans_a = false;
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
+};
+
+/// The block's GEMM shapes at its dims: forward QKV/O (T x H x H), MLP up (T x F x H) and down
+/// (T x H x F); backward weight gradients (H x H x T, H x F x T, F x H x T, A^T B).
+std::vector<GemmShape> block_gemm_shapes(const math::Dims& dims);
+
+/// The block's GEMMs as a run finds their operands, for every calibration figure that times
+/// GEMMs (the compute figures, and the wake-up figures' loop beside them): A (the activations,
+/// just written by the previous op) hot; B and C (the weight of a forward, the weight gradient
+/// of a backward) rotated per shape over as many sets as the rank's layers' weights fill
+/// (`weight_bytes`), so that between two uses of one set the others have gone through the
+/// caches, as the rank's other layers go between two uses of one layer's matrix.
+class BlockGemms {
+ public:
+  BlockGemms(std::vector<GemmShape> shapes, double weight_bytes);
+  /// One call of shape `i` on its next operand set.
+  void run(std::size_t i);
+  /// The next shape in turn (0, 1, ..., shapes - 1, 0, ...): one call; its flops.
+  double next();
+  /// The flops of the `call`-th call of next() counted from construction.
+  double flops_of_call(std::uint64_t call) const { return shapes_[call % shapes_.size()].flops(); }
+  const std::vector<GemmShape>& shapes() const { return shapes_; }
+  /// Operand sets shape `i` rotates over.
+  std::size_t sets(std::size_t i) const { return sets_[i]; }
+  /// The B operand shape `i`'s next call will read, and the C its last call wrote (for tests).
+  const float* next_b(std::size_t i) const;
+  const float* last_c(std::size_t i) const;
+
+ private:
+  std::vector<GemmShape> shapes_;
+  std::vector<float> a_;
+  std::vector<std::vector<float>> pools_;  ///< per shape: sets x (B, C)
+  std::vector<std::size_t> sets_, next_set_;
+  std::uint64_t turn_ = 0;
+};
+
 /// Profile points per class from the figures and their measured seconds per call (same order):
 /// one point {bytes: model_bytes, bandwidth: model_bytes / seconds} per figure, sorted by bytes.
 std::map<model::KernelClass, std::vector<profile::KernelPoint>> memory_points(

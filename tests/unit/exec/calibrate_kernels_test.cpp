@@ -2,6 +2,7 @@
 // they must sit at the byte counts of the run's kernels, so that the simulator's by-bytes
 // interpolation meets each measured point exactly where a run's kernel is.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -146,6 +147,54 @@ TEST(CalibrateComm, ColdRotationCyclesThroughThePool) {
   EXPECT_NE(cold_offset(48ull << 20, 0, kPool), cold_offset(48ull << 20, 1, kPool));
   EXPECT_LE(cold_offset(48ull << 20, 1, kPool) + (48ull << 20),
             cold_pool_capacity(kPool, 48ull << 20));
+}
+
+// The GEMM loop of the compute figures and of the wake-up figures beside them: the block's six
+// shapes in turn, B and C rotated over as many sets as the rank's layers' weights fill, so that
+// a set comes back only after the others (as a layer's weight after the rank's other layers).
+TEST(CalibrateKernels, BlockGemmsRotateTheWeightOperandsOverTheLayersWeights) {
+  const Workload w = cpu_h256(256);
+  const std::vector<GemmShape> shapes = block_gemm_shapes(w.dims);
+  ASSERT_EQ(shapes.size(), 6u);
+  const std::size_t T = w.dims.tokens(), H = w.dims.hidden, F = w.dims.ffn;
+  EXPECT_DOUBLE_EQ(shapes[1].flops(), 2.0 * static_cast<double>(T * F * H));
+  EXPECT_TRUE(shapes[4].trans_a);
+  const double weight_bytes = 4.0 * 12.0 * static_cast<double>(H * H);  // ~a layer's weights
+  BlockGemms gemms(shapes, weight_bytes);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const double set_bytes =
+        4.0 * static_cast<double>(shapes[i].k * shapes[i].n + shapes[i].m * shapes[i].n);
+    EXPECT_EQ(gemms.sets(i), static_cast<std::size_t>(std::ceil(weight_bytes / set_bytes))) << i;
+    EXPECT_GE(static_cast<double>(gemms.sets(i)) * set_bytes, weight_bytes) << i;
+  }
+  // next(): the shapes in turn, each call's flops; flops_of_call says the same for any call.
+  std::vector<const float*> first_b;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    first_b.push_back(gemms.next_b(i));
+  for (std::uint64_t call = 0; call < 2 * shapes.size(); ++call) {
+    const std::size_t i = call % shapes.size();
+    const float* b = gemms.next_b(i);
+    EXPECT_DOUBLE_EQ(gemms.next(), shapes[i].flops()) << call;
+    EXPECT_DOUBLE_EQ(gemms.flops_of_call(call), shapes[i].flops()) << call;
+    // It ran the GEMM: C = A B with A = 0.5 and B = 0.25 everywhere, k products a sum.
+    const float* c = gemms.last_c(i);
+    EXPECT_EQ(c, b + shapes[i].k * shapes[i].n);
+    EXPECT_FLOAT_EQ(c[0], 0.125f * static_cast<float>(shapes[i].k)) << call;
+    EXPECT_FLOAT_EQ(c[shapes[i].m * shapes[i].n - 1], 0.125f * static_cast<float>(shapes[i].k));
+  }
+  // run(i) moves shape i's operands to its next set, and back to the first after all of them.
+  const std::size_t i = 1;
+  ASSERT_GE(gemms.sets(i), 2u);
+  std::set<const float*> seen;
+  for (std::size_t s = 0; s < gemms.sets(i); ++s) {
+    seen.insert(gemms.next_b(i));
+    gemms.run(i);
+  }
+  EXPECT_EQ(seen.size(), gemms.sets(i));
+  EXPECT_EQ(seen.count(first_b[i]), 1u);  // a whole cycle: the first set among them
+  const float* other = gemms.next_b(0);
+  gemms.run(i);
+  EXPECT_EQ(gemms.next_b(0), other);  // shape 0's operands stay where they were
 }
 
 }  // namespace
