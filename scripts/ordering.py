@@ -1,5 +1,10 @@
 """scripts/validate-host's ordering verdicts: a measured paired gap against a predicted one.
 
+Methods whose programs are equal (twins: TawPipe and TawPipe[grouping=off] on one host) are a
+tie by construction, checked as such; against the other methods they are one program, whose
+step in a sub-round is the mean of the twins' steps (twin_classes, twin_value), so a pair with a
+third method is judged once, on both measurements, rather than twice on each alone.
+
 A pair (a, b) is adjacent in the predicted order (a predicted faster). The prediction gives the
 gap (b - a) / a with an interval [plo, phi] (the pooled profile's bootstrap interval, or the
 range over calibrations); the measurement gives the median paired gap with its ~95 % interval
@@ -72,6 +77,37 @@ def pair_verdict(same_program, predicted, measured):
     if hi < 0:
         return "SWAPPED (resolved)", "swapped"
     return "within noise", "noise"
+
+
+def twin_classes(methods, same):
+    """The methods grouped by program: `same` holds the pairs (a, b) whose IRs are equal (a tie
+    by construction; validate-host's same.tsv), and the groups are their transitive closure, each
+    a tuple in the order of `methods`, the groups in the order of their first member."""
+    group = {m: {m} for m in methods}
+    for a, b in same:
+        if a in group and b in group and group[a] is not group[b]:
+            merged = group[a] | group[b]
+            for m in merged:
+                group[m] = merged
+    out, seen = [], set()
+    for m in methods:
+        if m not in seen:
+            out.append(tuple(x for x in methods if x in group[m]))
+            seen |= group[m]
+    return out
+
+
+def twin_name(cls):
+    """A group's name in the verdicts: its method, or its members in braces."""
+    return cls[0] if len(cls) == 1 else "{" + ", ".join(cls) + "}"
+
+
+def twin_value(values, cls):
+    """A group's value from its members' (a dict method -> number): their mean, the same program
+    measured (or predicted) once per member; None unless every member has one."""
+    if any(m not in values for m in cls):
+        return None
+    return sum(values[m] for m in cls) / len(cls)
 
 
 def summary(kinds, others=None):

@@ -4,7 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "scripts"))
-from ordering import median_ci, pair_verdict, percentile_interval, summary  # noqa: E402
+from ordering import (median_ci, pair_verdict, percentile_interval, summary,  # noqa: E402
+                      twin_classes, twin_name, twin_value)
 
 failures = []
 
@@ -86,6 +87,19 @@ check("summary others consistent", summary(["same", "tie-ok"], ["same", "tie-ok"
       "the prediction orders 1 of 2 adjacent pairs: 1 measured in that order, 0 swapped, 0 within "
       "noise; 1 predicted ties: 1 consistent, 0 missed; 0 ties by construction; the 2 other pairs: "
       "2 consistent, 0 swapped, 0 predicted ties missed, 0 within noise)")
+
+# Twins (equal programs) are one program against the others: the closure of the pairs, in the
+# methods' order; a group's value is its members' mean, None unless all have one.
+methods = ["t", "t[g=off]", "w", "t[o=off]", "f"]
+check("twin classes", twin_classes(methods, {("t[g=off]", "t")}),
+      [("t", "t[g=off]"), ("w",), ("t[o=off]",), ("f",)])
+check("twin classes transitive", twin_classes(methods, {("t", "t[g=off]"), ("f", "t[g=off]")}),
+      [("t", "t[g=off]", "f"), ("w",), ("t[o=off]",)])
+check("no twins", twin_classes(methods, set()), [(m,) for m in methods])
+check("twins of another layout's methods", twin_classes(["a", "b"], {("a", "x")}), [("a",), ("b",)])
+check("twin name", (twin_name(("w",)), twin_name(("t", "t[g=off]"))), ("w", "{t, t[g=off]}"))
+check("twin value", twin_value({"t": 100.0, "t[g=off]": 104.0, "w": 1.0}, ("t", "t[g=off]")), 102.0)
+check("twin value missing", twin_value({"t": 100.0}, ("t", "t[g=off]")), None)
 
 for f in failures:
     print("FAIL:", f)
