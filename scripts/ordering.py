@@ -110,6 +110,13 @@ def twin_value(values, cls):
     return sum(values[m] for m in cls) / len(cls)
 
 
+def twin_gap(values, a, b):
+    """The gap (b - a) / a in % between two groups' values (twin_value), or None unless both
+    have one."""
+    va, vb = twin_value(values, a), twin_value(values, b)
+    return None if va is None or vb is None else (vb - va) / va * 100
+
+
 def summary(kinds, others=None):
     """The answer to "measured ordering = predicted ordering?" from the pairs' kinds: it names
     how many adjacent pairs the prediction orders at all, so that a YES over predicted ties is

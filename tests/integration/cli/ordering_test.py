@@ -5,7 +5,7 @@ import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "scripts"))
 from ordering import (median_ci, pair_verdict, percentile_interval, summary,  # noqa: E402
-                      twin_classes, twin_name, twin_value)
+                      twin_classes, twin_gap, twin_name, twin_value)
 
 failures = []
 
@@ -100,6 +100,9 @@ check("twins of another layout's methods", twin_classes(["a", "b"], {("a", "x")}
 check("twin name", (twin_name(("w",)), twin_name(("t", "t[g=off]"))), ("w", "{t, t[g=off]}"))
 check("twin value", twin_value({"t": 100.0, "t[g=off]": 104.0, "w": 1.0}, ("t", "t[g=off]")), 102.0)
 check("twin value missing", twin_value({"t": 100.0}, ("t", "t[g=off]")), None)
+check("twin gap", twin_gap({"t": 100.0, "t[g=off]": 104.0, "w": 112.2}, ("t", "t[g=off]"), ("w",)),
+      (112.2 - 102.0) / 102.0 * 100)
+check("twin gap missing", twin_gap({"t": 100.0, "w": 110.0}, ("t", "t[g=off]"), ("w",)), None)
 
 for f in failures:
     print("FAIL:", f)
