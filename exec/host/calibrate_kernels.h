@@ -129,7 +129,6 @@ class BlockGemms {
   double next();
   /// The flops of the `call`-th call of next() counted from construction.
   double flops_of_call(std::uint64_t call) const { return shapes_[call % shapes_.size()].flops(); }
-  const std::vector<GemmShape>& shapes() const { return shapes_; }
   /// Operand sets shape `i` rotates over.
   std::size_t sets(std::size_t i) const { return sets_[i]; }
   /// The B operand shape `i`'s next call will read, and the C its last call wrote (for tests).

@@ -186,12 +186,14 @@ TEST(CalibrateKernels, BlockGemmsRotateTheWeightOperandsOverTheLayersWeights) {
   const std::size_t i = 1;
   ASSERT_GE(gemms.sets(i), 2u);
   std::set<const float*> seen;
+  const float* start = gemms.next_b(i);
   for (std::size_t s = 0; s < gemms.sets(i); ++s) {
     seen.insert(gemms.next_b(i));
     gemms.run(i);
   }
   EXPECT_EQ(seen.size(), gemms.sets(i));
   EXPECT_EQ(seen.count(first_b[i]), 1u);  // a whole cycle: the first set among them
+  EXPECT_EQ(gemms.next_b(i), start);      // and back where it began
   const float* other = gemms.next_b(0);
   gemms.run(i);
   EXPECT_EQ(gemms.next_b(0), other);  // shape 0's operands stay where they were
