@@ -44,9 +44,17 @@ inline constexpr int kSpinPolls = 8;
 /// (2 ms in long waits) while one bell per rank served every thread; those timeouts were almost
 /// all of the doorbell wake-ups (CPU accounting, 2x2-cpu, quiet: 1809 of 1862 sleeps per step on
 /// 1F1B's rank 0, 3694 of 5185 on FSDP's rank 1), each costing the compute thread beside it
-/// host.wakeup_cost (~50 us) while the rank waited for a peer. At 20 ms, a wait wakes at most
-/// 50 times a second (0.3 % of the core at that cost), and a missed bell costs 20 ms, not a hang.
-inline constexpr std::int64_t kDoorbellTimeoutNs = 20'000'000;
+/// host.wakeup_cost (~50 us) while the rank waited for a peer. Then 20 ms, until session 22
+/// counted what the timeouts cost a run with many waiting threads: TawPipe on 2x2-cpu waits on
+/// 12 point-to-point streams per rank, and at 20 ms its threads woke ~820 times a step for
+/// nothing (wait logs, TAWPIPE_WAIT_LOG: every timeout's next test completed nothing, the peer
+/// had not posted yet), each taking its thread 110-160 us of CPU time on a core shared with two
+/// compute threads; interleaved with TawPipe[grouping=off] (3 streams, ~150 timeouts a step),
+/// its steps were 2.2 and 4.2 % longer at 20 ms and 0.9 and 0.5 % longer at 200 ms (two
+/// launches each, 8 paired steps; docs/validate-host.md "Session 22"). At 200 ms a waiting
+/// thread wakes at most 5 times a second, and a missed bell (none in the wait logs of quiet
+/// runs, sessions 14 and 22) costs 200 ms, not a hang.
+inline constexpr std::int64_t kDoorbellTimeoutNs = 200'000'000;
 
 /// The timeout of a sleep on a doorbell when the wait has lasted `waited_ns` (kDoorbellTimeoutNs
 /// at any length: the long waits' backoff of the timer schedule is shorter).

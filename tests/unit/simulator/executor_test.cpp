@@ -510,10 +510,10 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   const ir::CommId pair = b.communicator("pair", {0, 1});
   const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
   const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
-  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
   b.send(0, 0, 1, pair, Bytes(4), x);  // after the compute (stream order)
   b.recv(1, side, 0, pair, Bytes(4), y);
-  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
+  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(64e9)), {}, {});
   const ir::Program p = std::move(b).finish();
   profile::Profile prof = one_rank_per_core(SimTime::us(50));
   prof.host->wakeup_latency = SimTime::us(100);
@@ -536,7 +536,7 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
               static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
   EXPECT_EQ(op(*r, 0, ir::OpKind::compute).end, op(*alone, 0, ir::OpKind::compute).end);
   // A measured long-wait cost of 0 is a figure, not an absence (which would charge every sleep
-  // the short figure, as above): the doorbell's 20 ms timeouts then cost nothing.
+  // the short figure, as above): the doorbell's 200 ms timeouts then cost nothing.
   o.profile->host->wakeup_cost_long = SimTime();
   auto zero = simulate(p, t, o);
   ASSERT_TRUE(zero.ok());
@@ -559,10 +559,10 @@ TEST(Executor, HostWakeupsWhileTheCoresOtherRankComputesCostTheSharedFigure) {
     const ir::BufferId x = b.buffer(2, "x", Bytes(4), ir::BufferRole::activation, true);
     const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
     if (rank0_computes)
-      b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
+      b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(64e9)), {}, {});
     b.recv(1, side, 2, pair, Bytes(4), y);
-    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
-    b.compute(2, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(64e9)), {}, {});
+    b.compute(2, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(16e9)), {}, {});
     b.send(2, 0, 1, pair, Bytes(4), x);
     return std::move(b).finish();
   };
