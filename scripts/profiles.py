@@ -56,7 +56,8 @@ NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S*)\s*$")
 FIELDS = {"launch_overhead": (TIME, "ps"), "op_overhead": (TIME, "ps"),
           "memory_bandwidth": (BANDWIDTH, "B/s"), "rate": (RATE, "FLOP/s"),
           "bandwidth": (BANDWIDTH, "B/s"), "latency": (TIME, "ps"), "time": (TIME, "ps"),
-          "cpu": (TIME, "ps"), "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
+          "cpu": (TIME, "ps"), "root_cpu": (TIME, "ps"), "member_cpu": (TIME, "ps"),
+          "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
           "wakeup_cost_long": (TIME, "ps"), "wakeup_cost_shared": (TIME, "ps"),
           "wakeup_cost_long_shared": (TIME, "ps"), "zero_bandwidth": (BANDWIDTH, "B/s"),
           "spread": (None, "")}
@@ -125,7 +126,7 @@ def slots(doc, path="profile"):
         for j, p in enumerate(c.get("points") or []):
             where = f"{path}: communication[{i}].points[{j}]"
             size = size_bytes(p.get("size"), where + ".size")
-            for field in ("time", "cpu"):
+            for field in ("time", "cpu", "root_cpu", "member_cpu"):
                 # A cold curve (cold_pool: its buffers rotated past the caches) is another curve
                 # than the hot one of the same op, scope and ranks.
                 add(("communication", c["op"], c["scope"], int(c["ranks"]),

@@ -29,6 +29,8 @@
 ///          points: [{size: 1MiB, time: 31us}, {size: 64MiB, time: 410us}]}
 ///       - {op: sendrecv, scope: shared_memory, ranks: 2,   # host: optional CPU time per call
 ///          points: [{size: 8B, time: 9us, cpu: 6us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
+///       - {op: broadcast, scope: shared_core, ranks: 2,    # host: the root's and a member's
+///          points: [{size: 16MiB, time: 3ms, cpu: 2ms, root_cpu: 1500us, member_cpu: 2ms}]}
 ///       - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,  # buffers rotated
 ///          points: [{size: 1MiB, time: 150us, cpu: 140us}, {size: 16MiB, time: 3ms, cpu: 2ms}]}
 ///     host:                             # CPU topologies only (host backend)
@@ -161,6 +163,14 @@ struct CommPoint {
   /// its wait, which host.wakeup_cost charges. `time` less this is time that uses no core
   /// (handshakes, waiting for the peer). Absent: the whole time counts as core work.
   std::optional<SimTime> cpu{};
+  /// Host backend, broadcast curves: the root's thread CPU time per call and the mean over the
+  /// other members' threads (each without its wait's wake-ups, as `cpu`). The simulator charges
+  /// a broadcast whose members copy one by one (sim/run/host_cpu.cpp) a member's copy at
+  /// member_cpu on its core and the root's part at root_cpu on the root's: `cpu` is one member's
+  /// figure, the busiest, which leaves out the root when a member is busier (2x2-cpu, 12 MiB,
+  /// one core: root 1.4-2.0 ms, member 1.5-1.8 ms). Absent: `cpu` per member, the root free.
+  std::optional<SimTime> root_cpu{};
+  std::optional<SimTime> member_cpu{};
   friend bool operator==(const CommPoint&, const CommPoint&) = default;
 };
 

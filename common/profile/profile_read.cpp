@@ -56,7 +56,7 @@ const std::vector<std::string> kMemoryKeys = {"bytes", "bandwidth"};
 const std::vector<std::string> kLinkKeys = {"bandwidth", "latency"};
 const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
 const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points", "cold_pool"};
-const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu"};
+const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu", "root_cpu", "member_cpu"};
 const std::vector<std::string> kNoiseKeys = {"work", "quantum", "units"};
 const std::vector<std::string> kHostKeys = {
     "cores_per_host",          "ranks_per_core",   "wakeup_cost",
@@ -202,9 +202,12 @@ CommMeasurement parse_comm(const Ctx& c) {
   cm.ranks = yaml::read_int(m.at("ranks"), 2, 1 << 24, "a rank count");
   if (auto v = m.opt("cold_pool")) cm.cold_pool = yaml::read_bytes(*v);  // positive
   for (const Ctx& item : yaml::seq_items(m.at("points"), "measured points")) {
-    const MapReader pm(item, kCommPointKeys, "a communication point {size, time[, cpu]}");
+    const MapReader pm(item, kCommPointKeys,
+                       "a communication point {size, time[, cpu, root_cpu, member_cpu]}");
     CommPoint p{yaml::read_bytes(pm.at("size")), yaml::read_time(pm.at("time"))};
     if (auto v = pm.opt("cpu")) p.cpu = yaml::read_time(*v);
+    if (auto v = pm.opt("root_cpu")) p.root_cpu = yaml::read_time(*v);
+    if (auto v = pm.opt("member_cpu")) p.member_cpu = yaml::read_time(*v);
     if (!cm.points.empty() && !(cm.points.back().size < p.size))
       yaml::fail(item, "communication points must be in increasing size");
     cm.points.push_back(p);

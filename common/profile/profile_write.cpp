@@ -130,6 +130,9 @@ std::string write_profile_yaml(const Profile& profile) {
         std::vector<std::pair<std::string, std::string>> f = {
             {"size", to_string(c.points[i].size)}, {"time", to_string(c.points[i].time)}};
         if (c.points[i].cpu) f.emplace_back("cpu", to_string(*c.points[i].cpu));
+        if (c.points[i].root_cpu) f.emplace_back("root_cpu", to_string(*c.points[i].root_cpu));
+        if (c.points[i].member_cpu)
+          f.emplace_back("member_cpu", to_string(*c.points[i].member_cpu));
         points += (i ? ", " : "") + flow(f);
       }
       out << "  - {op: " << to_string(c.op) << ", scope: " << to_string(c.scope)

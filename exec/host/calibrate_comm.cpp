@@ -69,6 +69,11 @@ double thread_cpu_seconds() {
 struct Timing {
   double elapsed = 0.0;
   double cpu = 0.0;
+  /// With `roles` (time_batches): the CPU time of rank 0 of the communicator (a rooted
+  /// collective's root) and the mean over the other ranks, each the median over the batches;
+  /// negative otherwise.
+  double root_cpu = -1.0;
+  double member_cpu = -1.0;
 };
 
 Status wait_one(PostedOp& op) {
@@ -84,10 +89,12 @@ Status wait_one(PostedOp& op) {
 /// and the median batch. Medians of repeats keep one descheduled batch from bending a curve
 /// (single passes gave a 150 us 8-byte sendrecv next to a 7 us 4 KiB one). The CPU time is the
 /// median over the batches of the busiest rank's thread CPU time per call, less
-/// `wake_cpu` per sleep its waits took (those wake-ups are charged by host.wakeup_cost).
+/// `wake_cpu` per sleep its waits took (those wake-ups are charged by host.wakeup_cost). With
+/// `roles`, also each batch's CPU time per call of rank 0 (the root) and the mean over the others:
+/// the busiest rank's figure describes one member, not what the call costs the others.
 constexpr int kBatches = 5;
 Expected<Timing> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm,
-                              double wake_cpu, std::uint64_t warmup = 1) {
+                              double wake_cpu, std::uint64_t warmup = 1, bool roles = false) {
   TAWPIPE_TRY(quiet_barrier(comm));
   for (std::uint64_t i = 0; i < std::max<std::uint64_t>(warmup, 1); ++i)
     TAWPIPE_TRY(once());
@@ -96,7 +103,9 @@ Expected<Timing> time_batches(const std::function<Status()>& once, double budget
   double first = std::chrono::duration<double>(Clock::now() - t0).count(), worst = 0.0;
   TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
   const int reps = std::clamp(static_cast<int>(budget / kBatches / std::max(worst, 1e-7)), 2, 100);
-  std::vector<double> elapsed, cpu;
+  int size = 1;
+  TAWPIPE_MPI(MPI_Comm_size(comm, &size));
+  std::vector<double> elapsed, cpu, root_cpu, member_cpu, each(static_cast<std::size_t>(size));
   for (int k = 0; k < kBatches; ++k) {
     TAWPIPE_TRY(quiet_barrier(comm));
     t0 = Clock::now();
@@ -111,10 +120,23 @@ Expected<Timing> time_batches(const std::function<Status()>& once, double budget
     TAWPIPE_MPI(MPI_Allreduce(mine, worst_of, 2, MPI_DOUBLE, MPI_MAX, comm));
     elapsed.push_back(worst_of[0]);
     cpu.push_back(std::min(worst_of[1], worst_of[0]));
+    if (roles && size > 1) {
+      TAWPIPE_MPI(MPI_Allgather(&mine[1], 1, MPI_DOUBLE, each.data(), 1, MPI_DOUBLE, comm));
+      double others = 0.0;
+      for (std::size_t r = 1; r < each.size(); ++r)
+        others += each[r];
+      root_cpu.push_back(std::min(each[0], worst_of[0]));
+      member_cpu.push_back(std::min(others / static_cast<double>(size - 1), worst_of[0]));
+    }
   }
-  std::sort(elapsed.begin(), elapsed.end());
-  std::sort(cpu.begin(), cpu.end());
-  return Timing{elapsed[elapsed.size() / 2], cpu[cpu.size() / 2]};
+  const auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? -1.0 : v[v.size() / 2];
+  };
+  Timing t{median(elapsed), median(cpu)};
+  t.root_cpu = median(root_cpu);
+  t.member_cpu = median(member_cpu);
+  return t;
 }
 
 /// Whether calibration runs `kind` in place (input buffer = output buffer), as the schedules'
@@ -160,7 +182,7 @@ Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
         TAWPIPE_TRY(post_collective(a, op));
         return wait_one(op);
       },
-      budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1);
+      budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1, kind == ir::CollectiveKind::broadcast);
 }
 
 /// One-way time between ranks 0 and 1 of `comm` (half a ping-pong). CPU time: each rank sends
@@ -272,8 +294,13 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
           if (!measured.ok()) return measured.error();
           t = *measured;
         }
-        m.points.push_back(
-            {Bytes(bytes), SimTime::from_seconds(t.elapsed), SimTime::from_seconds(t.cpu)});
+        profile::CommPoint p{Bytes(bytes), SimTime::from_seconds(t.elapsed),
+                             SimTime::from_seconds(t.cpu)};
+        if (op == profile::CommOp::broadcast) {  // every member measured roles (time_batches)
+          p.root_cpu = SimTime::from_seconds(std::max(t.root_cpu, 0.0));
+          p.member_cpu = SimTime::from_seconds(std::max(t.member_cpu, 0.0));
+        }
+        m.points.push_back(p);
       }
       out.push_back(std::move(m));
       return Status::success();
@@ -302,11 +329,15 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
     for (const auto& p : m.points) {
       s.push_back(p.time.seconds());
       s.push_back(p.cpu->seconds());
+      s.push_back(p.root_cpu ? p.root_cpu->seconds() : -1.0);
+      s.push_back(p.member_cpu ? p.member_cpu->seconds() : -1.0);
     }
     TAWPIPE_MPI(MPI_Bcast(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
     for (std::size_t i = 0; i < m.points.size(); ++i) {
-      m.points[i].time = SimTime::from_seconds(s[2 * i]);
-      m.points[i].cpu = SimTime::from_seconds(s[2 * i + 1]);
+      m.points[i].time = SimTime::from_seconds(s[4 * i]);
+      m.points[i].cpu = SimTime::from_seconds(s[4 * i + 1]);
+      if (s[4 * i + 2] >= 0.0) m.points[i].root_cpu = SimTime::from_seconds(s[4 * i + 2]);
+      if (s[4 * i + 3] >= 0.0) m.points[i].member_cpu = SimTime::from_seconds(s[4 * i + 3]);
     }
     // The profile schema rejects times over a second (a sign of a broken run); a point that slow
     // means a badly loaded machine: keep the smaller sizes, the model extrapolates past them.

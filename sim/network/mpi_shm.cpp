@@ -93,6 +93,8 @@ ShmCost split(const ShmCurve& c, double bytes, int per_core) {
 void monotone_envelope(ShmCurve& c) {
   envelope(c.points);
   envelope(c.cpu);
+  envelope(c.root_cpu);
+  envelope(c.member_cpu);
 }
 
 SimTime curve_time(const ShmCurve& c, double bytes) {
@@ -135,13 +137,24 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
     if (m.cold_pool) c.cold_pool = static_cast<double>(m.cold_pool->count());
     const bool with_cpu = std::all_of(m.points.begin(), m.points.end(),
                                       [](const profile::CommPoint& pt) { return pt.cpu; });
+    const bool with_roles =
+        with_cpu && std::all_of(m.points.begin(), m.points.end(), [](const profile::CommPoint& pt) {
+          return pt.root_cpu && pt.member_cpu;
+        });
     for (const profile::CommPoint& pt : m.points) {
-      c.points.emplace_back(static_cast<double>(pt.size.count()), pt.time);
-      if (with_cpu) c.cpu.emplace_back(static_cast<double>(pt.size.count()), *pt.cpu);
+      const auto size = static_cast<double>(pt.size.count());
+      c.points.emplace_back(size, pt.time);
+      if (with_cpu) c.cpu.emplace_back(size, *pt.cpu);
+      if (with_roles) {
+        c.root_cpu.emplace_back(size, *pt.root_cpu);
+        c.member_cpu.emplace_back(size, *pt.member_cpu);
+      }
     }
     auto by_size = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::sort(c.points.begin(), c.points.end(), by_size);
     std::sort(c.cpu.begin(), c.cpu.end(), by_size);
+    std::sort(c.root_cpu.begin(), c.root_cpu.end(), by_size);
+    std::sort(c.member_cpu.begin(), c.member_cpu.end(), by_size);
     monotone_envelope(c);
     curves.push_back(std::move(c));
   }
@@ -237,6 +250,36 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
   }
   return {seconds_up(alpha_.seconds() * want.count),
           seconds_up(want.count * want.chunk_bytes / beta_)};
+}
+
+std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ranks, bool one_core,
+                                                           double cold) const {
+  const ShmCurve* hot = find(ShmOp::broadcast, ranks, one_core);
+  if (hot == nullptr || hot->ranks != ranks || hot->root_cpu.empty() || ranks < 2)
+    return std::nullopt;
+  auto at = [&](const ShmCurve& c) {
+    const SimTime total = curve_time(c, bytes);
+    const SimTime root = std::min(interpolate(c.root_cpu, bytes), total);
+    const SimTime member = std::min(interpolate(c.member_cpu, bytes), total);
+    SimTime busy;
+    if (c.one_core) {
+      busy = root + member * (c.ranks - 1);
+    } else {
+      const int per_core = (c.ranks + std::min(c.ranks, cores_) - 1) / std::min(c.ranks, cores_);
+      busy = std::max(root + member * (per_core - 1), member * per_core);
+    }
+    return BroadcastRoles{total > busy ? total - busy : SimTime(), member, root};
+  };
+  const BroadcastRoles h = at(*hot);
+  const ShmCurve* c = cold > 0.0 ? find_cold(*hot) : nullptr;
+  if (c == nullptr || bytes < c->points.front().first || c->root_cpu.empty()) return h;
+  const BroadcastRoles k = at(*c);
+  const double f = std::clamp(cold, 0.0, 1.0);
+  auto mix = [f](SimTime a, SimTime b) {
+    return seconds_up(a.seconds() + f * (b.seconds() - a.seconds()));
+  };
+  return BroadcastRoles{mix(h.latency, k.latency), mix(h.member_work, k.member_work),
+                        mix(h.root_work, k.root_work)};
 }
 
 std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core,

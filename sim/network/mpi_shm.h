@@ -27,7 +27,12 @@
 /// the host backend's direct reduce), the executor runs each member's copy as its own job
 /// (sim/run/host_cpu.cpp): a broadcast member's latency and work as above, from its post or the
 /// root's; a reduce's message as p2p(b) on the root's core, then the root's sums,
-/// reduce_sum_work. Curves without CPU times (older profiles) count
+/// reduce_sum_work. A broadcast curve with the roles' CPU times (profile root_cpu, member_cpu:
+/// the root's thread and the mean other member's) charges a member's copy the mean member's and
+/// the root's thread its own on the root's core (broadcast_roles); `cpu` is the busiest member's,
+/// which leaves the root out whenever a member is busier: a 2-rank broadcast on one core was
+/// charged one member (2x2-cpu, 12 MiB: ~1.6 ms) where its two threads spent 2.5-2.8 ms in runs
+/// (docs/validate-host.md, session 23). Curves without CPU times (older profiles) count
 /// everything past the smallest size's time as work: latency = T(smallest), work = T(b) - that.
 ///
 /// Cache state: calibration measures every curve hot (the same buffers every call) and at 1-16
@@ -85,6 +90,10 @@ struct ShmCurve {
   std::vector<std::pair<double, SimTime>> points;  ///< (bytes, time)
   /// (bytes, CPU time) at the same sizes, or empty when the profile measured none.
   std::vector<std::pair<double, SimTime>> cpu;
+  /// Broadcast curves: (bytes, the root's CPU time) and (bytes, the mean other member's) at the
+  /// same sizes (profile root_cpu, member_cpu), or empty when the profile measured none.
+  std::vector<std::pair<double, SimTime>> root_cpu;
+  std::vector<std::pair<double, SimTime>> member_cpu;
 };
 
 /// A transfer's cost: a core-free latency, then copy work on cores.
@@ -95,6 +104,15 @@ struct ShmCost {
   /// m x work); false for curves without CPU times and for the fallback, whose work already
   /// describes the whole transfer.
   bool per_member = false;
+};
+
+/// A broadcast whose members copy one by one (sim/run/host_cpu.cpp): each member's copy is a
+/// core-free latency then `member_work` on its core; the root's thread spends `root_work` on its
+/// own core (posting, and testing as the members copy).
+struct BroadcastRoles {
+  SimTime latency;
+  SimTime member_work;
+  SimTime root_work;
 };
 
 /// The shared-memory transport model of one host.
@@ -115,6 +133,15 @@ class MpiShmModel {
   /// measured so is preferred). `cold`: as for p2p.
   ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core = false,
                      double cold = 0.0) const;
+  /// A broadcast on `ranks` members by roles, from a curve measured at that rank count with the
+  /// root's and the other members' CPU times (profile root_cpu, member_cpu): member_work and
+  /// root_work are those, and the latency is the call's time less the busiest core's work in the
+  /// measurement (one core: every member's copy and the root's; spread: rank r of the call on
+  /// core r / ceil(ranks / cores), as calibration places them, so the root shares its core with
+  /// the first members). Empty without such a curve (collective() then serves, the root free).
+  /// `one_core`, `cold`: as for collective().
+  std::optional<BroadcastRoles> broadcast_roles(double bytes, int ranks, bool one_core = false,
+                                                double cold = 0.0) const;
   /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
   /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
   /// the root's core as each member posts), then sums them. Returns the root's core work past

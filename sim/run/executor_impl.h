@@ -249,6 +249,9 @@ class Executor {
   void post_member_shm(std::uint32_t inst, std::size_t g);
   /// Starts the copy of member position `pos` of a per-member instance.
   void start_member_copy(std::uint32_t inst, std::size_t pos);
+  /// A linear broadcast's root posted: its thread's CPU time (MpiShmModel::broadcast_roles) as
+  /// background work on its core.
+  void charge_broadcast_root(std::uint32_t inst);
   /// The job of member position `pos` (a copy, or the reduce root's sums) ended.
   void member_job_done(std::uint32_t inst, std::size_t pos);
   void on_core_done(std::uint64_t token);

@@ -40,7 +40,7 @@ communication:
   - {op: sendrecv, scope: shared_memory, ranks: 2,
      points: [{size: 4KiB, time: 12us, cpu: 7us}, {size: 16MiB, time: 5ms, cpu: 3ms}]}
   - {op: broadcast, scope: shared_core, ranks: 2,
-     points: [{size: 4KiB, time: 30us, cpu: 10us}, {size: 16MiB, time: 4ms, cpu: 2ms}]}
+     points: [{size: 4KiB, time: 30us, cpu: 10us, root_cpu: 9us, member_cpu: 10us}, {size: 16MiB, time: 4ms, cpu: 2ms, root_cpu: 1500us, member_cpu: 2ms}]}
   - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,
      points: [{size: 1MiB, time: 300us, cpu: 250us}, {size: 16MiB, time: 7ms, cpu: 6ms}]}
 host:
@@ -97,6 +97,9 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_FALSE(p->communication[1].points[0].cpu.has_value());
   EXPECT_EQ(p->communication[2].points[1].cpu, SimTime::ms(3));
   EXPECT_EQ(p->communication[3].scope, CommScope::shared_core);
+  EXPECT_EQ(p->communication[3].points[1].root_cpu, SimTime::us(1500));
+  EXPECT_EQ(p->communication[3].points[1].member_cpu, SimTime::ms(2));
+  EXPECT_FALSE(p->communication[2].points[1].root_cpu.has_value());
   EXPECT_FALSE(p->communication[3].cold_pool.has_value());
   EXPECT_EQ(p->communication[4].cold_pool, Bytes::mib(64));
   EXPECT_EQ(p->communication[4].points[0].time, SimTime::us(300));

@@ -232,6 +232,60 @@ TEST(MpiShm, DirectReduceSumsAreTheRootsCpuPastItsCopies) {
   EXPECT_FALSE(m.reduce_sum_work(1048576.0, 1));
 }
 
+TEST(MpiShm, BroadcastRolesChargeTheRootAndTheMeanMember) {
+  // A broadcast of 1 MiB on 2 ranks of one core: 4 ms, the root's thread 1.5 ms of CPU time and
+  // the member's 2 ms (its copy), so 0.5 ms on no core.
+  ShmCurve one;
+  one.op = ShmOp::broadcast;
+  one.one_core = true;
+  one.points = {{8.0, ms(0.05)}, {1048576.0, ms(4.0)}};
+  one.cpu = {{8.0, ms(0.02)}, {1048576.0, ms(2.0)}};
+  one.root_cpu = {{8.0, ms(0.01)}, {1048576.0, ms(1.5)}};
+  one.member_cpu = {{8.0, ms(0.02)}, {1048576.0, ms(2.0)}};
+  // On 4 ranks spread over 2 cores (rank 0, the root, and rank 1 on core 0): 6 ms; root 2 ms,
+  // members 1.5 ms each: core 0 has 3.5 ms of work, core 1 3 ms, so 2.5 ms of latency.
+  ShmCurve four = one;
+  four.one_core = false;
+  four.ranks = 4;
+  four.points = {{8.0, ms(0.2)}, {1048576.0, ms(6.0)}};
+  four.cpu = {{8.0, ms(0.05)}, {1048576.0, ms(2.0)}};
+  four.root_cpu = {{8.0, ms(0.05)}, {1048576.0, ms(2.0)}};
+  four.member_cpu = {{8.0, ms(0.04)}, {1048576.0, ms(1.5)}};
+  const MpiShmModel m({one, four}, SimTime(), 1e9, 2);
+  const auto r1 = m.broadcast_roles(1048576.0, 2, true);
+  ASSERT_TRUE(r1.has_value());
+  EXPECT_EQ(r1->root_work, ms(1.5));
+  EXPECT_EQ(r1->member_work, ms(2.0));
+  EXPECT_EQ(r1->latency, ms(0.5));
+  const auto r4 = m.broadcast_roles(1048576.0, 4);
+  ASSERT_TRUE(r4.has_value());
+  EXPECT_EQ(r4->root_work, ms(2.0));
+  EXPECT_EQ(r4->member_work, ms(1.5));
+  EXPECT_EQ(r4->latency, ms(2.5));
+  // The busiest member's figure (collective()) is what a curve without roles gives, the root
+  // free; a rank count not measured, or a curve without roles, has none.
+  EXPECT_EQ(m.collective(ir::CollectiveKind::broadcast, 1048576.0, 4).work, ms(2.0));
+  EXPECT_FALSE(m.broadcast_roles(1048576.0, 3));
+  EXPECT_FALSE(m.broadcast_roles(1048576.0, 2));  // members on two cores: no 2-rank spread curve
+  ShmCurve bare = four;
+  bare.root_cpu.clear();
+  bare.member_cpu.clear();
+  EXPECT_FALSE(MpiShmModel({bare}, SimTime(), 1e9, 2).broadcast_roles(1048576.0, 4));
+  // A cold curve at the size: halfway to its figures at a cold share of 0.5.
+  ShmCurve cold = four;
+  cold.cold_pool = 64.0 * 1048576.0;
+  cold.points = {{1048576.0, ms(8.0)}};
+  cold.cpu = {{1048576.0, ms(3.0)}};
+  cold.root_cpu = {{1048576.0, ms(3.0)}};
+  cold.member_cpu = {{1048576.0, ms(2.5)}};
+  const auto half =
+      MpiShmModel({four, cold}, SimTime(), 1e9, 2).broadcast_roles(1048576.0, 4, false, 0.5);
+  ASSERT_TRUE(half.has_value());
+  EXPECT_EQ(half->root_work, ms(2.5));
+  EXPECT_EQ(half->member_work, ms(2.0));
+  EXPECT_EQ(half->latency, ms(2.5));  // cold: 8 - max(3 + 2.5, 5) = 2.5
+}
+
 TEST(MpiShm, OneCoreCurvesServeMembersOnOneCore) {
   // A broadcast on 2 ranks measured on two cores (1 ms, 0.4 ms of the receiver's CPU) and on one
   // core (2 ms, 0.5 ms): on one core only the receiver copies, so 2 - 0.5 = 1.5 ms of latency.

@@ -673,6 +673,17 @@ profile::Profile host_curves(int cores, int per_core, bool cpu) {
   return prof;
 }
 
+// `p` on `t` with `prof`, every op recorded.
+auto simulate_recorded(const ir::Program& p, const topo::Topology& t,
+                       const profile::Profile& prof) {
+  SimOptions o;
+  o.record_ops = true;
+  o.profile = prof;
+  auto r = simulate(p, t, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+  return r;
+}
+
 // MPI moves a rooted collective's data between the root and each other member once both have
 // posted, not when the last member posts (sim/run/host_cpu.cpp member_start_mode): libnbc's
 // linear broadcast on at most 4 ranks, and the host backend's direct reduce. On `t`, every rank
@@ -693,11 +704,7 @@ std::vector<report::OpRecord> rooted_with_a_late_member(const topo::Topology& t,
     b.collective(r, 0, kind, world, 0, Bytes::mib(1), buf, buf);
   }
   const ir::Program p = std::move(b).finish();
-  SimOptions o;
-  o.record_ops = true;
-  o.profile = prof;
-  auto r = simulate(p, t, o);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+  auto r = simulate_recorded(p, t, prof);
   std::vector<report::OpRecord> out;
   if (!r.ok()) return out;
   for (ir::Rank rank = 0; rank < ranks; ++rank)
@@ -728,6 +735,53 @@ TEST(Executor, HostLinearBroadcastCopiesAsMembersPost) {
     EXPECT_EQ(rec.end, whole[0].end);
     EXPECT_GT(rec.end, whole[3].start);
   }
+}
+
+// A broadcast's root spends CPU time on its own core while the members copy (profile root_cpu,
+// sim/run/host_cpu.cpp charge_broadcast_root). 2x2-cpu: rank 0 broadcasts 1 MiB to rank 2 (core
+// 1) while rank 1 computes ~20 ms on rank 0's core 0. The 2-rank curve: 3 ms, the root's thread 2
+// ms of CPU time, the member's 1 ms. With the roles, rank 1's GEMM shares core 0 with the root's 2
+// ms and ends 2 ms later (processor sharing: 4 ms at half speed); rank 2's copy costs the member's
+// 1 ms. Without them (cpu only, the busiest member's 2 ms, as before) the root costs its core
+// nothing and rank 2's copy costs 2 ms.
+TEST(Executor, HostBroadcastRootCpuIsChargedOnTheRootsCore) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  auto run = [&](bool roles) {
+    profile::Profile prof;
+    prof.host = profile::HostProfile{};
+    prof.host->cores_per_host = 2;
+    prof.host->ranks_per_core = 2;
+    profile::CommMeasurement m;
+    m.op = profile::CommOp::broadcast;
+    m.scope = profile::CommScope::shared_memory;
+    m.ranks = 2;
+    profile::CommPoint pt;
+    pt.size = Bytes::mib(1);
+    pt.time = SimTime::ms(3);
+    pt.cpu = SimTime::ms(2);
+    if (roles) {
+      pt.root_cpu = SimTime::ms(2);
+      pt.member_cpu = SimTime::ms(1);
+    }
+    m.points.push_back(pt);
+    prof.communication.push_back(m);
+    ir::ProgramBuilder b(testing::header_for(t, 4, "fp32"), 4);
+    const ir::CommId pair = b.communicator("pair", {0, 2});
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(0.24e9)), {}, {});
+    for (ir::Rank r : {0, 2}) {
+      const ir::BufferId buf = b.buffer(r, "buf", Bytes::mib(1), ir::BufferRole::weights, true);
+      b.collective(r, 0, ir::CollectiveKind::broadcast, pair, 0, Bytes::mib(1), buf, buf);
+    }
+    const ir::Program p = std::move(b).finish();
+    auto r = simulate_recorded(p, t, prof);
+    if (!r.ok()) return std::pair<report::OpRecord, report::OpRecord>{};
+    return std::pair{first_op(p, *r, 1, ir::OpKind::compute),
+                     first_op(p, *r, 2, ir::OpKind::collective)};
+  };
+  const auto [gemm, copy] = run(true);
+  const auto [gemm_before, copy_before] = run(false);
+  EXPECT_EQ(gemm.end - gemm_before.end, SimTime::ms(2));
+  EXPECT_EQ(copy_before.end - copy.end, SimTime::ms(1));
 }
 
 // On CPU topologies a compute op's record carries the core work the simulator gave it (the
