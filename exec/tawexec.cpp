@@ -6,9 +6,10 @@
 // Interleaved launch (several --schedule items or --ir files, host backend): every program gets
 // its own backend (buffers, communicators, stream threads) and interpreter in the same processes;
 // after --warmup rounds, each of --steps rounds runs one step of every program in
-// exec::interleave_order, so that a slow phase of the machine hits every program alike and two
-// programs' steps of one round are seconds apart. Each program trains independently and is
-// verified against its own reference; each gets its own report (--report once per program).
+// exec::interleave_order (from its round --interleave-start), so that a slow phase of the machine
+// hits every program alike and two programs' steps of one round are seconds apart. Each program
+// trains independently and is verified against its own reference; each gets its own report
+// (--report once per program).
 //
 // Exit status: 0 success; 1 --verify failed or a run-time failure (watchdog timeout, MPI error:
 // then every rank is aborted with MPI_Abort); 2 bad input (one line on stderr, from rank 0).
@@ -66,6 +67,7 @@ struct Options {
   std::string backend = "host";
   std::int64_t steps = 1;
   std::int64_t warmup = 0;
+  std::int64_t interleave_start = 0;
   bool verify = false;
   std::vector<std::string> report_files, trace_files;
   std::string emit_ir, step_times_file;
@@ -224,6 +226,9 @@ int run(const Options& o) {
     return kTawexec.usage_error("--backend must be host or cuda, got '" + o.backend + "'");
   if (o.steps < 1 || o.warmup < 0)
     return kTawexec.usage_error("--steps must be >= 1 and --warmup >= 0");
+  if (o.interleave_start < 0)
+    return kTawexec.usage_error("--interleave-start must be >= 0, got " +
+                                std::to_string(o.interleave_start));
   if (o.timeout < 0) return kTawexec.usage_error("--timeout must be >= 0 seconds");
   for (const auto* files : {&o.report_files, &o.trace_files}) {
     if (!files->empty() && files->size() != n) {
@@ -327,7 +332,7 @@ int run(const Options& o) {
     std::vector<std::size_t> order(n);
     for (std::size_t k = 0; k < n; ++k)
       order[k] = k;
-    if (round >= o.warmup) order = exec::interleave_order(round - o.warmup, n);
+    if (round >= o.warmup) order = exec::interleave_order(round - o.warmup + o.interleave_start, n);
     for (std::size_t pos = 0; pos < n; ++pos) {
       Job& job = *jobs[order[pos]];
       // Sleeping barrier (MPI_Ibarrier + the backend's wait), for the same reason.
@@ -575,6 +580,9 @@ int main(int argc, char** argv) {
      "run this IR (JSON) instead of generating one; repeated: interleaved")
     ("steps", po::value(&o.steps), "measured iterations (each one optimizer step; interleaved: rounds) [1]")
     ("warmup", po::value(&o.warmup), "iterations before the measured ones (they train too) [0]")
+    ("interleave-start", po::value(&o.interleave_start),
+     "interleaved: the first timed round's place in the rotation of the programs' order, so that "
+     "consecutive launches continue one rotation (a whole one is 2 x programs rounds) [0]")
     ("verify", po::bool_switch(&o.verify),
      "compare losses and final weights with the single-process reference; exit 1 on mismatch")
     ("report", po::value(&o.report_files)->composing(),
