@@ -16,9 +16,9 @@ run() {
     echo "tawexec calibrate on $topology failed:"; cat "$dir/out.txt"; exit 1
   fi
 }
-ps_of() {  # the figure in picoseconds (calibrate writes times in ps or ns)
-  sed -n "s/^  $1: \([0-9.]*\)\(ps\|ns\)$/\1 \2/p" "$2" |
-    awk '{ print ($2 == "ns") ? $1 * 1000 : $1 }'
+ps_of() {  # the figure in picoseconds (calibrate writes the shortest exact unit: 0s, ps, ns, ...)
+  sed -n "s/^  $1: \([0-9.]*\)\(ps\|ns\|us\|ms\|s\)$/\1 \2/p" "$2" |
+    awk '{ f["ps"] = 1; f["ns"] = 1e3; f["us"] = 1e6; f["ms"] = 1e9; f["s"] = 1e12; print $1 * f[$2] }'
 }
 run 4 2x2-cpu "$dir/shared.yaml"
 short=$(ps_of wakeup_cost_shared "$dir/shared.yaml")
