@@ -75,6 +75,17 @@ SimTime interpolate(const Points& p, double bytes) {
   return seconds_up(b.second.seconds() + slope * (bytes - b.first));
 }
 
+/// The copying members a calibration spread over `cores` cores put on the fullest one.
+int spread_per_core(int ranks, int cores) {
+  return (ranks + std::min(ranks, cores) - 1) / std::min(ranks, cores);
+}
+
+/// `hot` moved a `cold` share (clamped to [0, 1]) towards `cold_figure`.
+SimTime toward(SimTime hot, SimTime cold_figure, double cold) {
+  const double f = std::clamp(cold, 0.0, 1.0);
+  return seconds_up(hot.seconds() + f * (cold_figure.seconds() - hot.seconds()));
+}
+
 /// A measured cost of one call: core-free latency and one member's core work (see the header);
 /// `per_core` members of the measurement took turns on one core.
 ShmCost split(const ShmCurve& c, double bytes, int per_core) {
@@ -207,11 +218,7 @@ ShmCost MpiShmModel::blended(const ShmCurve& hot, double bytes, int per_core, do
   if (c == nullptr || bytes < c->points.front().first || c->cpu.empty() != hot.cpu.empty())
     return h;
   const ShmCost k = split(*c, bytes, per_core);
-  const double f = std::clamp(cold, 0.0, 1.0);
-  auto mix = [f](SimTime a, SimTime b) {
-    return seconds_up(a.seconds() + f * (b.seconds() - a.seconds()));
-  };
-  return {mix(h.latency, k.latency), mix(h.work, k.work), h.per_member};
+  return {toward(h.latency, k.latency, cold), toward(h.work, k.work, cold), h.per_member};
 }
 
 bool MpiShmModel::measured(ShmOp op) const {
@@ -233,7 +240,7 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
     // Copying members per core in the measurement: spread evenly (every member counted, as
     // before), or on one core those that copy there: a broadcast's receivers, a reduce's root,
     // every member of the others.
-    int per_core = (c->ranks + std::min(c->ranks, cores_) - 1) / std::min(c->ranks, cores_);
+    int per_core = spread_per_core(c->ranks, cores_);
     if (c->one_core) {
       per_core = op == ShmOp::broadcast ? c->ranks - 1 : op == ShmOp::reduce ? 1 : c->ranks;
     }
@@ -265,7 +272,7 @@ std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ran
     if (c.one_core) {
       busy = root + member * (c.ranks - 1);
     } else {
-      const int per_core = (c.ranks + std::min(c.ranks, cores_) - 1) / std::min(c.ranks, cores_);
+      const int per_core = spread_per_core(c.ranks, cores_);
       busy = std::max(root + member * (per_core - 1), member * per_core);
     }
     return BroadcastRoles{total > busy ? total - busy : SimTime(), member, root};
@@ -274,12 +281,9 @@ std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ran
   const ShmCurve* c = cold > 0.0 ? find_cold(*hot) : nullptr;
   if (c == nullptr || bytes < c->points.front().first || c->root_cpu.empty()) return h;
   const BroadcastRoles k = at(*c);
-  const double f = std::clamp(cold, 0.0, 1.0);
-  auto mix = [f](SimTime a, SimTime b) {
-    return seconds_up(a.seconds() + f * (b.seconds() - a.seconds()));
-  };
-  return BroadcastRoles{mix(h.latency, k.latency), mix(h.member_work, k.member_work),
-                        mix(h.root_work, k.root_work)};
+  return BroadcastRoles{toward(h.latency, k.latency, cold),
+                        toward(h.member_work, k.member_work, cold),
+                        toward(h.root_work, k.root_work, cold)};
 }
 
 std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core,
