@@ -22,16 +22,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Sizes of the curves: 4 KiB to 16 MiB by x4 (the transfers of the validation workloads lie
-/// inside: 64 KiB activations to ~13 MiB weight blocks), plus 8 bytes for the latency.
-const std::vector<std::uint64_t> kSizes = {8,      4096,    16384,   65536,
-                                           262144, 1 << 20, 4 << 20, 16 << 20};
+/// Sizes of the curves: 4 KiB to 1 MiB by x4, then to 16 MiB by x2 (the transfers of the
+/// validation workloads lie inside: 64 KiB activations to ~13 MiB weight blocks), plus 8 bytes
+/// for the latency. x2 where the caches end: a hot ping-pong here costs 66-73 ps/B up to 8 MiB,
+/// then 93 at 10, 107 at 12 and 123 at 16 MiB (its buffers outgrow the 32 MiB L3, session 25,
+/// docs/validate-host.md), a bend the simulator's linear interpolation misses between x4 points.
+const std::vector<std::uint64_t> kSizes = {8,       4096,    16384,   65536,   262144,
+                                           1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
 
 /// Sizes of the cold curves: where a message's cache state moves its time (a 12.9 MB weight
-/// block one-way 1.0-1.6 ms hot against 1.9-2.8 ms cold on this VM, docs/validate-host.md); a
-/// smaller message's time is its latency either way, and the simulator takes the hot curve
-/// below the cold one's first size.
-const std::vector<std::uint64_t> kColdSizes = {1 << 20, 4 << 20, 16 << 20};
+/// block one-way 1.0-1.6 ms hot against 1.9-2.8 ms cold on this VM, docs/validate-host.md), by
+/// x2 as the hot curves there; a smaller message's time is its latency either way, and the
+/// simulator takes the hot curve below the cold one's first size.
+const std::vector<std::uint64_t> kColdSizes = {1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20};
 
 /// The buffers of a cold curve's calls, per rank: a send and a receive pool that the calls
 /// rotate through (cold_offset), filled before any timing so that their pages are mapped (a

@@ -55,7 +55,7 @@ std::optional<SimTime> measured_comm_time(const profile::Profile* profile, profi
       const double s0 = static_cast<double>(m.points[i - 1].size.count());
       const double t0 = m.points[i - 1].time.seconds();
       const double t1 = m.points[i].time.seconds();
-      const double t = t0 + (t1 - t0) * std::log(bytes / s0) / std::log(s1 / s0);
+      const double t = t0 + (t1 - t0) * (bytes - s0) / (s1 - s0);
       return SimTime::ps(static_cast<std::int64_t>(std::llround(t * 1e12)));
     }
     return std::nullopt;  // above the largest

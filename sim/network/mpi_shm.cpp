@@ -61,9 +61,9 @@ SimTime interpolate(const Points& p, double bytes) {
   if (p.size() == 1 || bytes <= p.front().first) return p.front().second;
   for (std::size_t i = 1; i < p.size(); ++i) {
     if (bytes <= p[i].first) {
-      const double x0 = std::log(p[i - 1].first), x1 = std::log(p[i].first);
+      const double x0 = p[i - 1].first, x1 = p[i].first;
       const double t0 = p[i - 1].second.seconds(), t1 = p[i].second.seconds();
-      const double f = x1 > x0 ? (std::log(bytes) - x0) / (x1 - x0) : 1.0;
+      const double f = x1 > x0 ? (bytes - x0) / (x1 - x0) : 1.0;
       return seconds_up(t0 + f * (t1 - t0));
     }
   }

@@ -45,8 +45,11 @@
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
 /// entries with scope shared_memory; members that all share one core prefer a curve of their rank
 /// count with scope shared_core, measured so, where k counts the members that copy there), made
-/// non-decreasing in size (monotone_envelope), interpolated linearly in log(size) between points
-/// and extended past the largest point at the slope of its last two points (a bandwidth). A
+/// non-decreasing in size (monotone_envelope), interpolated linearly in size between points (in
+/// each interval a latency plus bytes over a bandwidth, the cost of a copy; log-linear
+/// interpolation, used until session 25, put a 12.9 MB message between the 4 and 16 MiB points
+/// at 1.72 ms where a ping-pong measures 1.35 ms, docs/validate-host.md) and extended past the
+/// largest point at the slope of its last two points (a bandwidth). A
 /// collective whose rank count was not measured uses the curve of the nearest measured count,
 /// scaled by the ratio of the ring step counts. Without any curve for an op, the model falls back
 /// to the topology's (or profile's) shared-memory link: latency `alpha` and copy bandwidth `beta`

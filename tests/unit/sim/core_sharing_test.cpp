@@ -130,13 +130,19 @@ TEST(CoreSharing, ContendedTimeCountsComputeWorkOfTwoProcesses) {
   }
 }
 
-TEST(MpiShm, CurveInterpolatesInLogSizeAndExtrapolatesAtTheLastSlope) {
+TEST(MpiShm, CurveInterpolatesLinearlyInSizeAndExtrapolatesAtTheLastSlope) {
   ShmCurve c;
   c.op = ShmOp::sendrecv;
   c.points = {{8.0, ms(0.01)}, {1024.0, ms(0.02)}, {1048576.0, ms(1.0)}};
   EXPECT_EQ(curve_time(c, 4.0), ms(0.01));  // below the first point: its time
-  // 32 bytes: log-way 2/7 from 8 to 1024 -> 0.01 + 2/7 * 0.01 ms.
-  EXPECT_NEAR(curve_time(c, 32.0).seconds(), (0.01 + 2.0 / 7.0 * 0.01) * 1e-3, 1e-12);
+  // 32 bytes: 24/1016 of the way from 8 to 1024 -> 0.01 + 24/1016 * 0.01 ms.
+  EXPECT_NEAR(curve_time(c, 32.0).seconds(), (0.01 + 24.0 / 1016.0 * 0.01) * 1e-3, 1e-12);
+  // A copy of latency 0.05 ms at 8 GB/s measured at 4 and 16 MiB: exact at 12.9 MB between them
+  // (1.66 ms; log-linear interpolation said 1.85 ms, 11 % over).
+  auto copy_ms = [](double b) { return 0.05 + b / 8e9 * 1e3; };
+  ShmCurve line;
+  line.points = {{4194304.0, ms(copy_ms(4194304.0))}, {16777216.0, ms(copy_ms(16777216.0))}};
+  EXPECT_NEAR(curve_time(line, 12853248.0).seconds(), copy_ms(12853248.0) * 1e-3, 1e-11);
   // 2 MiB: past the last point at (1 - 0.02) ms per (1 MiB - 1 KiB).
   const double slope = (1.0 - 0.02) * 1e-3 / (1048576.0 - 1024.0);
   EXPECT_NEAR(curve_time(c, 2097152.0).seconds(), 1e-3 + slope * 1048576.0, 1e-12);

@@ -309,15 +309,15 @@ TEST(Nccl, ProtocolAndChannelOverrides) {
 }
 
 // A profile's communication curve replaces the model inside its size range: 8 MiB between the
-// measured 1 MiB (31 us) and 64 MiB (410 us): t = 31 + 379 x ln(8) / ln(64) = 220.5 us. Outside
-// (1 GiB) the model applies: 56 us + 1 GiB x 14/8 / 240 GB/s.
+// measured 1 MiB (31 us) and 64 MiB (3181 us), linearly in size: t = 31 + 3150 x 7 / 63 = 381 us.
+// Outside (1 GiB) the model applies: 56 us + 1 GiB x 14/8 / 240 GB/s.
 TEST(Nccl, ProfileCommunicationReplacesModel) {
   profile::Profile prof;
   profile::CommMeasurement m;
   m.op = profile::CommOp::all_reduce;
   m.scope = profile::CommScope::intra_node;
   m.ranks = 8;
-  m.points = {{Bytes(1u << 20), SimTime::us(31)}, {Bytes(64u << 20), SimTime::us(410)}};
+  m.points = {{Bytes(1u << 20), SimTime::us(31)}, {Bytes(64u << 20), SimTime::us(3181)}};
   prof.communication.push_back(m);
   const topo::Topology t = testing::shipped("dgx-a100");
   CollectiveTableRequest req;
@@ -325,7 +325,7 @@ TEST(Nccl, ProfileCommunicationReplacesModel) {
   req.min_bytes = req.max_bytes = 8u << 20;
   auto rows = collectives_table(t, req, &prof);
   ASSERT_TRUE(rows.ok());
-  EXPECT_NEAR(rows->front().time.seconds(), 220.5e-6, 1e-10);
+  EXPECT_NEAR(rows->front().time.seconds(), 381e-6, 1e-10);
   const CollectiveRow model = row_of(t, "all_reduce", 8u << 20);
   EXPECT_LT(model.time.seconds(), 150e-6);
   req.min_bytes = req.max_bytes = 1ull << 30;
@@ -346,7 +346,7 @@ TEST(Nccl, ProfileCommunicationReplacesModel) {
   req.ranks = 8;
   rows = collectives_table(t, req, &prof);
   ASSERT_TRUE(rows.ok());
-  EXPECT_NEAR(rows->front().time.seconds(), 220.5e-6, 1e-10);
+  EXPECT_NEAR(rows->front().time.seconds(), 381e-6, 1e-10);
 }
 
 }  // namespace
