@@ -20,8 +20,12 @@
 ///    other streams: an event wait), at most N ops are in flight, and every communication op
 ///    (send, recv, collective; a group by its first op) is issued in the rank's program order,
 ///    so that NCCL sees the same order on every rank;
-///  - collectives of one communicator are issued in program order (what MPI and NCCL require of
-///    every member), send/recv in any order when issue_ahead() is 0 (a backend matches them by
+///  - collectives of one communicator are issued in program order (what NCCL requires of every
+///    member: one NCCL communicator per IR communicator), or, when collective_order() is
+///    CollectiveOrder::stream, in program order within each stream only (the host backend gives
+///    every (communicator, stream) its own MPI communicator, so the stream's FIFO is all MPI
+///    requires, and a collective ready on one stream is not held behind a later-ready one of
+///    another stream); send/recv in any order when issue_ahead() is 0 (a backend matches them by
 ///    their per-(comm, peer) sequence number, as program.h rule 3 says);
 ///  - every issued op is eventually reported exactly once by wait().
 #pragma once
@@ -53,6 +57,13 @@ struct Completion {
 
 /// A machine that runs ops of one rank. Not thread-safe: the interpreter calls it from one
 /// thread.
+/// The order in which the interpreter issues the collectives of one communicator (see the
+/// contract above).
+enum class CollectiveOrder : std::uint8_t {
+  communicator,  ///< program order over all the communicator's streams (NCCL)
+  stream,        ///< program order within each stream (one MPI communicator per stream)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -83,6 +94,9 @@ class Backend {
   /// The bound on ops in flight when this backend takes ops ahead of their dependencies'
   /// completion (see the contract above); 0 = it does not (the op's inputs must be complete).
   virtual std::size_t issue_ahead() const { return 0; }
+
+  /// How the collectives of one communicator are ordered; see the contract above.
+  virtual CollectiveOrder collective_order() const { return CollectiveOrder::communicator; }
 };
 
 }  // namespace tawpipe::exec

@@ -82,6 +82,10 @@ Expected<IterationRecord> Interpreter::run_iteration(std::int64_t step) {
   const std::size_t n = rp.ops.size();
   // 0: issue an op when its inputs are complete (host); N: issue ahead, N ops in flight at most.
   const std::size_t ahead = backend_.issue_ahead();
+  // Collectives of a communicator in program order over all its streams, or (host backend: one
+  // MPI communicator per (communicator, stream)) only within each stream, which the stream's
+  // FIFO already gives.
+  const bool per_communicator = backend_.collective_order() == CollectiveOrder::communicator;
   TAWPIPE_TRY(backend_.begin_iteration(step));
   IterationRecord rec;
   rec.begin = backend_.now();
@@ -111,7 +115,7 @@ Expected<IterationRecord> Interpreter::run_iteration(std::int64_t step) {
       const State d = state[static_cast<std::size_t>(dep)];
       if (ahead > 0 ? d == State::pending : d != State::done) return false;
     }
-    if (op.kind == ir::OpKind::collective) {
+    if (op.kind == ir::OpKind::collective && per_communicator) {
       const auto c = static_cast<std::size_t>(op.comm);
       if (comm_collectives_[c][comm_next[c]] != i) return false;
     }

@@ -60,6 +60,9 @@ class HostBackend final : public Backend {
   Status wait(Nanos deadline, std::vector<Completion>& done) override;
   Status end_iteration() override;
   Nanos now() const override;
+  /// Each (communicator, stream) is its own MPI communicator (see the file's head): a
+  /// collective waits only for the collectives before it on its stream.
+  CollectiveOrder collective_order() const override { return CollectiveOrder::stream; }
 
   /// Summed token losses of the head ops since the last call (then reset to 0).
   double take_loss_sum();

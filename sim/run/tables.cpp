@@ -285,7 +285,8 @@ Status Executor::build_collectives() {
 // NCCL group (the IR's `group`) form one kernel. A program that needs two transfers of one
 // communicator in flight at once must use two communicators (algorithms.md: TawPipe's two
 // global communicators). The host backend runs each IR stream on its own duplicated MPI
-// communicator (exec/host), so CPU topologies keep no such order.
+// communicator (exec/host), and tawexec issues its collectives in order within each stream
+// only (exec/backend.h CollectiveOrder::stream), so CPU topologies keep no such order.
 void Executor::build_comm_order() {
   const std::size_t units = units_.size() - 1;  // without the sentinel
   comm_next_offset_.assign(units + 1, 0);

@@ -1,6 +1,7 @@
 // The interpreter's scheduling against a fake backend that checks, at every issue(), the
 // semantics of program.h: stream FIFO, dependencies done, groups posted together in one call,
-// collectives of a communicator in program order. The fake completes ops in an adversarial
+// collectives of a communicator in program order (over its streams, or within each stream for a
+// backend whose collective_order() says so). The fake completes ops in an adversarial
 // order (newest first) to shake out ordering assumptions.
 #include <algorithm>
 #include <set>
@@ -16,8 +17,10 @@ namespace {
 
 class FakeBackend final : public Backend {
  public:
-  explicit FakeBackend(const ir::Program& p, ir::Rank r)
-      : p_(p), rp_(p.ranks[static_cast<std::size_t>(r)]) {}
+  explicit FakeBackend(const ir::Program& p, ir::Rank r,
+                       CollectiveOrder order = CollectiveOrder::communicator)
+      : p_(p), rp_(p.ranks[static_cast<std::size_t>(r)]), order_(order) {}
+  CollectiveOrder collective_order() const override { return order_; }
   Status prepare(const ir::Program&, ir::Rank) override { return Status::success(); }
   Status begin_iteration(std::int64_t) override {
     done_.clear();
@@ -40,7 +43,7 @@ class FakeBackend final : public Backend {
         }
       }
       if (op.kind == ir::OpKind::collective) {
-        collective_order.push_back(i);
+        collectives_issued.push_back(i);
       }
       in_flight_.push_back(i);
       ++clock_;
@@ -60,11 +63,12 @@ class FakeBackend final : public Backend {
   Nanos now() const override { return clock_; }
 
   std::vector<std::vector<ir::OpIndex>> calls;
-  std::vector<ir::OpIndex> collective_order;
+  std::vector<ir::OpIndex> collectives_issued;
 
  private:
   const ir::Program& p_;
   const ir::RankProgram& rp_;
+  CollectiveOrder order_;
   std::set<ir::OpIndex> done_;
   std::vector<ir::OpIndex> in_flight_;
   Nanos clock_ = 0;
@@ -108,10 +112,55 @@ TEST(Interpreter, RespectsStreamsDepsGroupsAndCollectiveOrder) {
   ASSERT_NE(group, fake.calls.end());
   EXPECT_EQ((*group)[0] + 1, (*group)[1]);
   // Collectives of `world` in program order, although the second one became ready first.
-  ASSERT_EQ(fake.collective_order.size(), 2u);
-  EXPECT_LT(fake.collective_order[0], fake.collective_order[1]);
+  ASSERT_EQ(fake.collectives_issued.size(), 2u);
+  EXPECT_LT(fake.collectives_issued[0], fake.collectives_issued[1]);
   for (const OpTiming& t : rec->ops)
     EXPECT_LE(t.start, t.end);
+}
+
+/// Per rank: collective A (stream "a") waits for a compute op; collective B of the same
+/// communicator, later in program order, is on stream "b" and waits for nothing.
+ir::Program make_two_stream_collectives() {
+  ir::ProgramBuilder b(ir::Header{}, 2);
+  const ir::StreamId sa = b.stream("a");
+  const ir::StreamId sb = b.stream("b");
+  const ir::CommId world = b.communicator("world", {0, 1});
+  for (ir::Rank r = 0; r < 2; ++r) {
+    const ir::BufferId x = b.buffer(r, "x", Bytes(64), ir::BufferRole::activation, true);
+    const ir::BufferId y = b.buffer(r, "y", Bytes(64), ir::BufferRole::activation, true);
+    const ir::OpIndex c0 =
+        b.compute(r, 0, ir::ComputeKind::accumulate, 0, 1, ir::kNone, ir::kNone, {x}, {y});
+    const ir::OpIndex dep[] = {c0};
+    b.collective(r, sa, ir::CollectiveKind::all_reduce, world, ir::kNone, Bytes(64), y, y, dep);
+    b.collective(r, sb, ir::CollectiveKind::all_reduce, world, ir::kNone, Bytes(64), x, x);
+  }
+  return std::move(b).finish();
+}
+
+// NCCL's order (the default): B waits until A is issued, although it could run from the start.
+// The host backend's (one MPI communicator per stream): B is issued at once, before A, as the
+// simulator's CPU topologies time it (sim/run/tables.cpp build_comm_order keeps no order there).
+TEST(Interpreter, CollectiveOrderPerCommunicatorOrPerStream) {
+  const ir::Program p = make_two_stream_collectives();
+  const ir::OpIndex a = 1;
+  const ir::OpIndex b = 2;
+  ASSERT_EQ(p.ranks[0].ops[static_cast<std::size_t>(a)].kind, ir::OpKind::collective);
+  ASSERT_EQ(p.ranks[0].ops[static_cast<std::size_t>(b)].kind, ir::OpKind::collective);
+  {
+    FakeBackend fake(p, 0);
+    Interpreter interp(p, 0, fake);
+    ASSERT_TRUE(interp.run_iteration(0).ok());
+    EXPECT_EQ(fake.collectives_issued, (std::vector<ir::OpIndex>{a, b}));
+  }
+  {
+    FakeBackend fake(p, 0, CollectiveOrder::stream);
+    Interpreter interp(p, 0, fake);
+    ASSERT_TRUE(interp.run_iteration(0).ok());
+    EXPECT_EQ(fake.collectives_issued, (std::vector<ir::OpIndex>{b, a}));
+    // B went out in the first pass, with the compute op, before anything completed.
+    ASSERT_GE(fake.calls.size(), 2u);
+    EXPECT_EQ(fake.calls[1], (std::vector<ir::OpIndex>{b}));
+  }
 }
 
 TEST(Interpreter, RunsRepeatedIterations) {
