@@ -55,8 +55,6 @@ struct Completion {
   std::int64_t preemptions = -1;
 };
 
-/// A machine that runs ops of one rank. Not thread-safe: the interpreter calls it from one
-/// thread.
 /// The order in which the interpreter issues the collectives of one communicator (see the
 /// contract above).
 enum class CollectiveOrder : std::uint8_t {
@@ -64,6 +62,8 @@ enum class CollectiveOrder : std::uint8_t {
   stream,        ///< program order within each stream (one MPI communicator per stream)
 };
 
+/// A machine that runs ops of one rank. Not thread-safe: the interpreter calls it from one
+/// thread.
 class Backend {
  public:
   virtual ~Backend() = default;
