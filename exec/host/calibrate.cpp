@@ -24,6 +24,7 @@
 #include "exec/math/block.h"
 #include "exec/math/gemm.h"
 #include "exec/math/init.h"
+#include "exec/math/loss.h"
 #include "exec/math/mlp.h"
 #include "exec/math/norm.h"
 
@@ -429,6 +430,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
           f.kernel == K::adamw                                                         ? 5 * n
           : f.kernel == K::residual_add                                                ? 3 * n
           : f.kernel == K::swiglu                                                      ? 3 * n
+          : f.kernel == K::softmax_xent                                                ? 2 * n
           : f.kernel == K::rmsnorm || f.kernel == K::accumulate || f.kernel == K::copy ? 2 * n
                                                                                        : n;
       const std::size_t sets = rotation_sets(4.0 * static_cast<double>(set), f.cold,
@@ -489,6 +491,21 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
         case K::embedding_bwd:
           call = [&, operands] {
             math::embedding_backward(d, tokens.inputs.data(), operands(), table.data());
+          };
+          break;
+        case K::rope:  // as the block's forward rotates q and k (exec/math/block.cpp)
+          call = [&, operands, n] {
+            float* p = operands();
+            math::rope(d, p, false);
+            math::rope(d, p + n / 2, false);
+          };
+          break;
+        case K::softmax_xent:  // as the head computes its loss and the logits' gradient
+          call = [&, operands, n] {
+            float* p = operands();
+            volatile double loss = math::softmax_cross_entropy(p, tokens.targets.data(), T, d.vocab,
+                                                               1.0f / static_cast<float>(T), p + n);
+            (void)loss;
           };
           break;
         case K::zero:  // as host_backend.cpp zeroes a buffer an alloc hands out
@@ -591,8 +608,9 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     };
     dev.kernels[model::KernelClass::attention_fwd] = {point(flops / secs[kAttnFwd])};
     dev.kernels[model::KernelClass::attention_bwd] = {point(2.5 * flops / secs[kAttnBwd])};
-    // Classes without a figure of their own (rope, softmax_xent) get the norm figure, flat;
-    // the measured classes get one point per figure at the kernel model's bytes.
+    // A class without a figure of its own (one whose kernel this model lacks, or whose figure was
+    // left out) gets the norm figure, flat; the measured classes get one point per figure at the
+    // kernel model's bytes.
     const std::vector<double> memory_secs(secs.begin() + static_cast<std::ptrdiff_t>(kMemory0),
                                           secs.begin() + static_cast<std::ptrdiff_t>(kTiny));
     for (std::size_t i = 0; i < memory.size(); ++i) {

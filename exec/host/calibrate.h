@@ -10,13 +10,14 @@
 /// causal, 2*S^2*H forward, 2.5x backward), the memory-bound kernels at the sizes and cache
 /// state a run gives them (calibrate_kernels.h: norm, activation, residual add and copy hot at
 /// activation size; the accumulate and AdamW of a layer piece and of a block and a block copy
-/// with operands rotated beyond the caches; embedding gather and scatter-add; rope and
-/// softmax_xent get the norm figure), the cost of a near-empty kernel call (launch_overhead) and
-/// of one IR op through the interpreter (op_overhead); with 2 or more ranks, the communication
-/// curves of calibrate_comm.h (scope shared_memory) and the shared-memory link latency and
-/// bandwidth derived from the sendrecv curve. Between the compute figures and the communication
-/// curves, unless --noise-seconds is 0, the noise trace (calibrate_noise.h): a fixed-work-quantum
-/// benchmark on the first rank of every core at once, one unit per core.
+/// with operands rotated beyond the caches; embedding gather and scatter-add; RoPE on q and k
+/// and the head's softmax cross-entropy with its gradient, hot, each its own class), the cost of
+/// a near-empty kernel call (launch_overhead) and of one IR op through the interpreter
+/// (op_overhead); with 2 or more ranks, the communication curves of calibrate_comm.h (scope
+/// shared_memory) and the shared-memory link latency and bandwidth derived from the sendrecv
+/// curve. Between the compute figures and the communication curves, unless --noise-seconds is 0,
+/// the noise trace (calibrate_noise.h): a fixed-work-quantum benchmark on the first rank of every
+/// core at once, one unit per core.
 #pragma once
 
 #include <optional>

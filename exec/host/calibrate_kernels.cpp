@@ -25,6 +25,17 @@ double layer_kernel_bytes(const model::ModelConfig& cfg, std::int64_t seq_len,
   return 0.0;
 }
 
+// The kernel model's bytes of the head's loss, forward and backward (softmax_xent and
+// softmax_xent_bwd): the host runs both in one call (exec/math/loss.h).
+double head_loss_bytes(const model::ModelConfig& cfg, const model::MicroBatchShape& shape) {
+  double bytes = 0.0;
+  for (const model::Kernel& k : model::head_forward_kernels(cfg, shape))
+    if (k.cls == KernelClass::softmax_xent) bytes += k.bytes;
+  for (const model::Kernel& k : model::head_backward_kernels(cfg, shape))
+    if (k.cls == KernelClass::softmax_xent) bytes += k.bytes;
+  return bytes;
+}
+
 }  // namespace
 
 std::vector<MemoryFigure> memory_figures(const model::ModelConfig& cfg, const math::Dims& d,
@@ -63,6 +74,12 @@ std::vector<MemoryFigure> memory_figures(const model::ModelConfig& cfg, const ma
        model::embedding_forward_kernels(cfg, shape).front().bytes, false},
       {K::embedding_bwd, KernelClass::embedding, "embedding scatter-add", T * H,
        model::embedding_backward_kernels(cfg, shape).front().bytes, false},
+      // Their own classes, not the norm figure: RoPE's sin/cos rotation and the loss's exp and
+      // log per logit cost more per byte than a norm's multiply-adds.
+      {K::rope, KernelClass::rope, "RoPE on q and k (hot)", 2 * T * H,
+       layer_kernel_bytes(cfg, seq, "rope"), false},
+      {K::softmax_xent, KernelClass::softmax_xent, "softmax cross-entropy and gradient over T x V",
+       T * d.vocab, head_loss_bytes(cfg, shape), false},
       // Last, so that the other figures keep their neighbours in the interleaved timing.
       {K::zero, KernelClass::copy, "zero of a block (cold)", block,
        4.0 * static_cast<double>(block), true},

@@ -33,6 +33,9 @@
 /// before). On the predictions (tawsim with these classes' figures of one calibration swapped
 /// into another's) they move each method by at most 0.3 % and no adjacent gap by more than 0.3
 /// points: the memory-bound classes are not what orders the methods on this machine.
+/// Session 26 (localhost-cpu, 10:56 UTC, docs/validate-host.md) gave RoPE and the loss their
+/// own figures: rope 19.2 GB/s, softmax_xent 1.43 (the loss's exp and log per logit), where both
+/// had the norm's 8.9; every method's prediction moved by -0.4 to -0.7 %, its order not at all.
 #pragma once
 
 #include <cstddef>
@@ -74,6 +77,8 @@ struct MemoryFigure {
     copy,           ///< memcpy of `elements` floats
     embedding_fwd,  ///< gather of T rows of the embedding table
     embedding_bwd,  ///< scatter-add of T rows into the embedding gradient
+    rope,           ///< RoPE on q and k (T x H each), as the block's forward applies it
+    softmax_xent,   ///< softmax cross-entropy over T x V with its gradient (the head's loss)
     /// fill with 0 of `elements` floats: the backend's zeroing of a buffer an alloc hands out
     /// (common/ir/zeroing.h). No kernel class point (memory_points skips it): it is the
     /// profile's host.zero_bandwidth, `model_bytes` the bytes written.

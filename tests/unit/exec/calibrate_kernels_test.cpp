@@ -76,6 +76,17 @@ TEST(CalibrateKernels, FiguresSitAtTheRunsKernelBytes) {
   EXPECT_EQ(zero->elements, 3213312u);
   EXPECT_DOUBLE_EQ(zero->model_bytes, 4.0 * 3213312.0);
   EXPECT_TRUE(zero->cold);
+  // RoPE and the loss have figures of their own (not the norm's): RoPE on q and k at the
+  // layer's rope bytes (read and write of T x 2H floats), the loss over T x V (V = 256) at the
+  // head's softmax_xent + softmax_xent_bwd bytes (265216 + 526336, common/model/kernels.cpp).
+  const MemoryFigure* rope = find(figures, KernelClass::rope, 2.0 * 4.0 * 256 * 512);
+  ASSERT_NE(rope, nullptr);
+  EXPECT_EQ(rope->kernel, MemoryFigure::Kernel::rope);
+  EXPECT_EQ(rope->elements, 256u * 512u);
+  const MemoryFigure* loss = find(figures, KernelClass::softmax_xent, 265216.0 + 526336.0);
+  ASSERT_NE(loss, nullptr);
+  EXPECT_EQ(loss->kernel, MemoryFigure::Kernel::softmax_xent);
+  EXPECT_EQ(loss->elements, 256u * 256u);
 }
 
 TEST(CalibrateKernels, OneFigurePerClassAndSize) {
