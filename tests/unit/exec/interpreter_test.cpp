@@ -74,6 +74,17 @@ class FakeBackend final : public Backend {
   Nanos clock_ = 0;
 };
 
+/// Rank r's two buffers and its first op, an accumulate of x into y on stream 0.
+struct RankStart {
+  ir::BufferId x, y;
+  ir::OpIndex c0;
+};
+RankStart start_rank(ir::ProgramBuilder& b, ir::Rank r) {
+  const ir::BufferId x = b.buffer(r, "x", Bytes(64), ir::BufferRole::activation, true);
+  const ir::BufferId y = b.buffer(r, "y", Bytes(64), ir::BufferRole::activation, true);
+  return {x, y, b.compute(r, 0, ir::ComputeKind::accumulate, 0, 1, ir::kNone, ir::kNone, {x}, {y})};
+}
+
 /// Rank 0: a compute chain on stream 0, a grouped send+recv exchange and two collectives on a
 /// comm stream, and a second comm stream whose op depends on the exchange.
 ir::Program make_program() {
@@ -82,10 +93,7 @@ ir::Program make_program() {
   const ir::StreamId s2 = b.stream("other");
   const ir::CommId world = b.communicator("world", {0, 1});
   for (ir::Rank r = 0; r < 2; ++r) {
-    const ir::BufferId x = b.buffer(r, "x", Bytes(64), ir::BufferRole::activation, true);
-    const ir::BufferId y = b.buffer(r, "y", Bytes(64), ir::BufferRole::activation, true);
-    const ir::OpIndex c0 =
-        b.compute(r, 0, ir::ComputeKind::accumulate, 0, 1, ir::kNone, ir::kNone, {x}, {y});
+    const auto [x, y, c0] = start_rank(b, r);
     const std::int32_t g = b.new_group();
     const ir::OpIndex dep[] = {c0};
     b.send(r, s1, 1 - r, world, Bytes(64), y, dep, g);
@@ -126,10 +134,7 @@ ir::Program make_two_stream_collectives() {
   const ir::StreamId sb = b.stream("b");
   const ir::CommId world = b.communicator("world", {0, 1});
   for (ir::Rank r = 0; r < 2; ++r) {
-    const ir::BufferId x = b.buffer(r, "x", Bytes(64), ir::BufferRole::activation, true);
-    const ir::BufferId y = b.buffer(r, "y", Bytes(64), ir::BufferRole::activation, true);
-    const ir::OpIndex c0 =
-        b.compute(r, 0, ir::ComputeKind::accumulate, 0, 1, ir::kNone, ir::kNone, {x}, {y});
+    const auto [x, y, c0] = start_rank(b, r);
     const ir::OpIndex dep[] = {c0};
     b.collective(r, sa, ir::CollectiveKind::all_reduce, world, ir::kNone, Bytes(64), y, y, dep);
     b.collective(r, sb, ir::CollectiveKind::all_reduce, world, ir::kNone, Bytes(64), x, x);
