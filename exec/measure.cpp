@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "common/model/cost.h"
@@ -81,6 +82,9 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
   r.model_flops = model::model_flops_per_token(model, program.header.seq_len).total_flops() *
                   r.tokens_per_iteration;
   std::map<std::string, report::OpClassTotals> classes;
+  // Classes with an op without a CPU time (transfers posted together, exec/host host_backend.cpp):
+  // their sum would cover only some ops, so they report none.
+  std::set<std::string> partial_cpu;
   Nanos first_begin = 0;
   for (std::size_t rank = 0; rank < m.ranks.size(); ++rank)
     first_begin = rank == 0 ? m.ranks[0].begin : std::min(first_begin, m.ranks[rank].begin);
@@ -115,6 +119,8 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
         c.cpu = c.cpu.value_or(SimTime()) + to_time(t.cpu);
         if (t.preemptions >= 0)
           c.preemptions = std::max<std::int64_t>(c.preemptions, 0) + t.preemptions;
+      } else {
+        partial_cpu.insert(c.name);
       }
       if (op.kind == ir::OpKind::compute && op.cost != ir::kNone) {
         for (double f : program.costs[static_cast<std::size_t>(op.cost)].flops) {
@@ -136,8 +142,13 @@ report::Report measured_report(const ir::Program& program, const model::ModelCon
     if (m.shared_clock) stats.start_offset = to_time(rec.begin - first_begin);
     r.rank_stats.push_back(stats);
   }
-  for (auto& [name, totals] : classes)
+  for (auto& [name, totals] : classes) {
+    if (partial_cpu.count(name) != 0) {
+      totals.cpu.reset();
+      totals.preemptions = -1;
+    }
     r.op_classes.push_back(std::move(totals));
+  }
   return r;
 }
 

@@ -60,7 +60,7 @@ FIELDS = {"launch_overhead": (TIME, "ps"), "op_overhead": (TIME, "ps"),
           "wakeup_cost": (TIME, "ps"), "wakeup_latency": (TIME, "ps"),
           "wakeup_cost_long": (TIME, "ps"), "wakeup_cost_shared": (TIME, "ps"),
           "wakeup_cost_long_shared": (TIME, "ps"), "zero_bandwidth": (BANDWIDTH, "B/s"),
-          "spread": (None, "")}
+          "after_compute": (TIME, "ps"), "spread": (None, "")}
 
 
 class ProfileError(Exception):
@@ -122,16 +122,24 @@ def slots(doc, path="profile"):
     for cls, link in (doc.get("links") or {}).items():
         for field in ("bandwidth", "latency"):
             add(("links", cls, field), link, field, f"{path}: links.{cls}")
+    after = {}  # (op, scope, ranks) -> after-compute curves so far
     for i, c in enumerate(doc.get("communication") or []):
+        # A cold curve (cold_pool: its buffers rotated past the caches) is another curve than the
+        # hot one of the same op, scope and ranks; so is each curve measured after compute
+        # (after_compute: the k-th of its op, scope and ranks, in the profile's order, whose
+        # burst length is a figure of its own).
+        curve = (c["op"], c["scope"], int(c["ranks"]))
+        variant = str(c.get("cold_pool", "hot"))
+        if "after_compute" in c:
+            variant = f"after{after.get(curve, 0)}"
+            after[curve] = after.get(curve, 0) + 1
+            add(("communication",) + curve + (variant, "after_compute"), c, "after_compute",
+                f"{path}: communication[{i}]")
         for j, p in enumerate(c.get("points") or []):
             where = f"{path}: communication[{i}].points[{j}]"
             size = size_bytes(p.get("size"), where + ".size")
             for field in ("time", "cpu", "root_cpu", "member_cpu"):
-                # A cold curve (cold_pool: its buffers rotated past the caches) is another curve
-                # than the hot one of the same op, scope and ranks.
-                add(("communication", c["op"], c["scope"], int(c["ranks"]),
-                     str(c.get("cold_pool", "hot")), size, field), p,
-                    field, where)
+                add(("communication",) + curve + (variant, size, field), p, field, where)
     host = doc.get("host") or {}
     for field in ("wakeup_cost", "wakeup_latency", "wakeup_cost_long", "wakeup_cost_shared",
                   "wakeup_cost_long_shared", "zero_bandwidth"):

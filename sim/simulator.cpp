@@ -208,9 +208,11 @@ Expected<SimOutput> run_simulation(const std::shared_ptr<const ir::Program>& pro
 namespace {
 
 /// The core work of global op `g` (report.h OpRecord::cpu): CPU topologies' compute ops and
-/// copies; none for other ops or on device topologies (op_cpu empty).
+/// copies, and their transfers' work on their threads (copies, sums, wake-ups: what tawexec
+/// measures of a transfer its thread runs alone); none for alloc and free or on device
+/// topologies (op_cpu empty).
 std::optional<SimTime> core_work(const ExecutionResult& res, std::size_t g, ir::OpKind kind) {
-  if (g >= res.op_cpu.size() || (kind != ir::OpKind::compute && kind != ir::OpKind::copy))
+  if (g >= res.op_cpu.size() || kind == ir::OpKind::alloc || kind == ir::OpKind::free)
     return std::nullopt;
   return res.op_cpu[g];
 }

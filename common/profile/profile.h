@@ -33,6 +33,8 @@
 ///          points: [{size: 16MiB, time: 3ms, cpu: 2ms, root_cpu: 1500us, member_cpu: 2ms}]}
 ///       - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,  # buffers rotated
 ///          points: [{size: 1MiB, time: 150us, cpu: 140us}, {size: 16MiB, time: 3ms, cpu: 2ms}]}
+///       - {op: all_gather, scope: shared_memory, ranks: 2, after_compute: 3ms,  # compute first
+///          points: [{size: 1MiB, time: 160us, cpu: 150us}, {size: 16MiB, time: 3ms, cpu: 2ms}]}
 ///     host:                             # CPU topologies only (host backend)
 ///       cores_per_host: 2
 ///       ranks_per_core: 2
@@ -186,6 +188,11 @@ struct CommMeasurement {
   /// buffers every call (hot). The simulator blends a transfer between the two by how many bytes
   /// its host touched since its buffers' last use (sim/network/mpi_shm.h).
   std::optional<Bytes> cold_pool{};
+  /// Host backend only: the curve was measured after compute, the same buffers every call with
+  /// this much of the block's GEMMs (median per call) on every member's core between calls, as a
+  /// run's transfers follow the compute of its cores. Not with cold_pool. The simulator takes it
+  /// for a transfer whose host computed since its buffers' last use (sim/network/mpi_shm.h).
+  std::optional<SimTime> after_compute{};
   friend bool operator==(const CommMeasurement&, const CommMeasurement&) = default;
 };
 

@@ -55,7 +55,8 @@ const std::vector<std::string> kAttentionKeys = {"batch",    "heads",  "seq",
 const std::vector<std::string> kMemoryKeys = {"bytes", "bandwidth"};
 const std::vector<std::string> kLinkKeys = {"bandwidth", "latency"};
 const std::vector<std::string> kRankKeys = {"count", "spread", "outliers"};
-const std::vector<std::string> kCommKeys = {"op", "scope", "ranks", "points", "cold_pool"};
+const std::vector<std::string> kCommKeys = {"op",     "scope",     "ranks",
+                                            "points", "cold_pool", "after_compute"};
 const std::vector<std::string> kCommPointKeys = {"size", "time", "cpu", "root_cpu", "member_cpu"};
 const std::vector<std::string> kNoiseKeys = {"work", "quantum", "units"};
 const std::vector<std::string> kHostKeys = {
@@ -195,12 +196,17 @@ LinkProfile parse_link(const Ctx& c) {
 
 CommMeasurement parse_comm(const Ctx& c) {
   const MapReader m(c, kCommKeys,
-                    "a communication measurement {op, scope, ranks, points[, cold_pool]}");
+                    "a communication measurement {op, scope, ranks, points[, cold_pool | "
+                    "after_compute]}");
   CommMeasurement cm;
   cm.op = read_enum(m.at("op"), "collective op", kCommOpNames);
   cm.scope = read_enum(m.at("scope"), "communication scope", kCommScopeNames);
   cm.ranks = yaml::read_int(m.at("ranks"), 2, 1 << 24, "a rank count");
   if (auto v = m.opt("cold_pool")) cm.cold_pool = yaml::read_bytes(*v);  // positive
+  if (auto v = m.opt("after_compute")) {
+    if (cm.cold_pool) yaml::fail(*v, "a curve is measured cold or after compute, not both");
+    cm.after_compute = yaml::read_time(*v);
+  }
   for (const Ctx& item : yaml::seq_items(m.at("points"), "measured points")) {
     const MapReader pm(item, kCommPointKeys,
                        "a communication point {size, time[, cpu, root_cpu, member_cpu]}");

@@ -138,6 +138,7 @@ std::string write_profile_yaml(const Profile& profile) {
       out << "  - {op: " << to_string(c.op) << ", scope: " << to_string(c.scope)
           << ", ranks: " << c.ranks;
       if (c.cold_pool) out << ", cold_pool: " << to_string(*c.cold_pool);
+      if (c.after_compute) out << ", after_compute: " << to_string(*c.after_compute);
       out << ",\n     points: " << points << "]}\n";
     }
   }

@@ -631,7 +631,26 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
 
   // Rank 0 always measures; every rank takes its wake-up CPU time out of transfer CPU times.
   TAWPIPE_MPI(MPI_Bcast(&wake.own_cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-  auto comm = measure_communication(budget / 4, per_core, wake.own_cpu);
+  // The compute a run's transfers follow (profile after_compute), at its two ends: one call of
+  // each of the block's GEMM shapes on rotated weights (BlockGemms), about one layer's GEMMs
+  // (FSDP gathers a layer's weights a layer or two after the buffer's last use), and that for
+  // every layer of the rank's block (between two uses of a block's weights or gradients a rank
+  // computes through its layers). Measured on this VM (session 27, docs/validate-host.md): a
+  // 3 MiB all-gather on 2 ranks costs each 145-173 us of CPU back to back on the same buffers,
+  // 378-417 us rotated over a 64 MiB pool, ~306 us after 4 ms of the block's GEMMs and ~395
+  // after 30 ms; FSDP's all-gathers of that size took 370-400 us in its runs.
+  BlockGemms between(shapes, weight_bytes);
+  auto burst_of = [&](std::int64_t rounds) -> ComputeBurst {
+    return [&between, &shapes, rounds] {
+      const auto t0 = Clock::now();
+      for (std::size_t i = 0; i < shapes.size() * static_cast<std::size_t>(rounds); ++i)
+        between.next();
+      return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+  };
+  std::vector<ComputeBurst> bursts = {burst_of(1)};
+  if (layers > 1) bursts.push_back(burst_of(layers));
+  auto comm = measure_communication(budget / 4, per_core, wake.own_cpu, bursts);
   if (!comm.ok()) return comm.error();
   profile::LinkProfile link;
   for (const profile::CommMeasurement& m : *comm) {

@@ -96,6 +96,51 @@ Status wait_one(PostedOp& op) {
 /// `roles`, also each batch's CPU time per call of rank 0 (the root) and the mean over the others:
 /// the busiest rank's figure describes one member, not what the call costs the others.
 constexpr int kBatches = 5;
+
+double median_of(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1.0 : v[v.size() / 2];
+}
+
+/// The batches' figures over a communicator: each batch adds this rank's mean elapsed time and
+/// CPU time per call; the point is the median batch of the slowest rank's elapsed time and the
+/// busiest rank's CPU time (or with `cpu_sum` the members' sum), with `roles` also rank 0's and
+/// the other members' mean.
+class Batches {
+ public:
+  Batches(MPI_Comm comm, bool roles, bool cpu_sum) : comm_(comm), roles_(roles), sum_(cpu_sum) {}
+  Status add(double elapsed, double cpu) {
+    int size = 1;
+    TAWPIPE_MPI(MPI_Comm_size(comm_, &size));
+    double mine[2] = {elapsed, cpu}, worst_of[2] = {0.0, 0.0}, sum = 0.0;
+    TAWPIPE_MPI(MPI_Allreduce(mine, worst_of, 2, MPI_DOUBLE, MPI_MAX, comm_));
+    TAWPIPE_MPI(MPI_Allreduce(&mine[1], &sum, 1, MPI_DOUBLE, MPI_SUM, comm_));
+    elapsed_.push_back(worst_of[0]);
+    cpu_.push_back(sum_ ? sum : std::min(worst_of[1], worst_of[0]));
+    if (roles_ && size > 1) {
+      std::vector<double> each(static_cast<std::size_t>(size));
+      TAWPIPE_MPI(MPI_Allgather(&mine[1], 1, MPI_DOUBLE, each.data(), 1, MPI_DOUBLE, comm_));
+      double others = 0.0;
+      for (std::size_t r = 1; r < each.size(); ++r)
+        others += each[r];
+      root_.push_back(std::min(each[0], worst_of[0]));
+      member_.push_back(std::min(others / static_cast<double>(size - 1), worst_of[0]));
+    }
+    return Status::success();
+  }
+  Timing result() {
+    Timing t{median_of(elapsed_), median_of(cpu_)};
+    t.root_cpu = median_of(root_);
+    t.member_cpu = median_of(member_);
+    return t;
+  }
+
+ private:
+  MPI_Comm comm_;
+  bool roles_ = false, sum_ = false;
+  std::vector<double> elapsed_, cpu_, root_, member_;
+};
+
 Expected<Timing> time_batches(const std::function<Status()>& once, double budget, MPI_Comm comm,
                               double wake_cpu, std::uint64_t warmup = 1, bool roles = false) {
   TAWPIPE_TRY(quiet_barrier(comm));
@@ -106,9 +151,7 @@ Expected<Timing> time_batches(const std::function<Status()>& once, double budget
   double first = std::chrono::duration<double>(Clock::now() - t0).count(), worst = 0.0;
   TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
   const int reps = std::clamp(static_cast<int>(budget / kBatches / std::max(worst, 1e-7)), 2, 100);
-  int size = 1;
-  TAWPIPE_MPI(MPI_Comm_size(comm, &size));
-  std::vector<double> elapsed, cpu, root_cpu, member_cpu, each(static_cast<std::size_t>(size));
+  Batches batches(comm, roles, false);
   for (int k = 0; k < kBatches; ++k) {
     TAWPIPE_TRY(quiet_barrier(comm));
     t0 = Clock::now();
@@ -117,29 +160,61 @@ Expected<Timing> time_batches(const std::function<Status()>& once, double budget
     for (int i = 0; i < reps; ++i)
       TAWPIPE_TRY(once());
     const double sleeps = static_cast<double>(wait_sleeps_on_this_thread() - s0);
-    double mine[2] = {std::chrono::duration<double>(Clock::now() - t0).count() / reps,
-                      std::max(0.0, thread_cpu_seconds() - c0 - sleeps * wake_cpu) / reps};
-    double worst_of[2] = {0.0, 0.0};
-    TAWPIPE_MPI(MPI_Allreduce(mine, worst_of, 2, MPI_DOUBLE, MPI_MAX, comm));
-    elapsed.push_back(worst_of[0]);
-    cpu.push_back(std::min(worst_of[1], worst_of[0]));
-    if (roles && size > 1) {
-      TAWPIPE_MPI(MPI_Allgather(&mine[1], 1, MPI_DOUBLE, each.data(), 1, MPI_DOUBLE, comm));
-      double others = 0.0;
-      for (std::size_t r = 1; r < each.size(); ++r)
-        others += each[r];
-      root_cpu.push_back(std::min(each[0], worst_of[0]));
-      member_cpu.push_back(std::min(others / static_cast<double>(size - 1), worst_of[0]));
-    }
+    TAWPIPE_TRY(batches.add(std::chrono::duration<double>(Clock::now() - t0).count() / reps,
+                            std::max(0.0, thread_cpu_seconds() - c0 - sleeps * wake_cpu) / reps));
   }
-  const auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? -1.0 : v[v.size() / 2];
+  return batches.result();
+}
+
+/// As time_batches, but every member first runs `compute` (one burst of the block's GEMMs, its
+/// seconds returned) and the members then meet (quiet_barrier), so that each call follows
+/// compute on every member's core as a run's transfers do; only the call is timed. `once(k)` is
+/// the k-th call. The CPU time per call is the busiest member's, or with `cpu_sum` the members'
+/// sum (a one-way message: what it costs sender and receiver together, as a ping-pong's round
+/// trip on one rank). `compute_seconds`: the median burst on this rank. Batches of at least 2
+/// calls, after 2 calls of warm-up.
+Expected<Timing> time_after_compute(const std::function<Status(int call)>& once,
+                                    const ComputeBurst& compute, double budget, MPI_Comm comm,
+                                    double wake_cpu, bool roles, bool cpu_sum,
+                                    double& compute_seconds) {
+  int call = 0;
+  std::vector<double> bursts;
+  struct One {
+    double elapsed = 0.0, cpu = 0.0;
   };
-  Timing t{median(elapsed), median(cpu)};
-  t.root_cpu = median(root_cpu);
-  t.member_cpu = median(member_cpu);
-  return t;
+  auto timed = [&]() -> Expected<One> {
+    bursts.push_back(compute());
+    TAWPIPE_TRY(quiet_barrier(comm));
+    const auto t0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
+    const std::uint64_t s0 = wait_sleeps_on_this_thread();
+    TAWPIPE_TRY(once(call++));
+    const double sleeps = static_cast<double>(wait_sleeps_on_this_thread() - s0);
+    return One{std::chrono::duration<double>(Clock::now() - t0).count(),
+               std::max(0.0, thread_cpu_seconds() - c0 - sleeps * wake_cpu)};
+  };
+  double first = 0.0;
+  for (int i = 0; i < 2; ++i) {
+    auto one = timed();
+    if (!one.ok()) return one.error();
+    first = one->elapsed + bursts.back();
+  }
+  double worst = 0.0;
+  TAWPIPE_MPI(MPI_Allreduce(&first, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
+  const int reps = std::clamp(static_cast<int>(budget / kBatches / std::max(worst, 1e-7)), 2, 20);
+  Batches batches(comm, roles, cpu_sum);
+  for (int k = 0; k < kBatches; ++k) {
+    double elapsed = 0.0, cpu = 0.0;
+    for (int i = 0; i < reps; ++i) {
+      auto one = timed();
+      if (!one.ok()) return one.error();
+      elapsed += one->elapsed / reps;
+      cpu += one->cpu / reps;
+    }
+    TAWPIPE_TRY(batches.add(elapsed, cpu));
+  }
+  compute_seconds = median_of(bursts);
+  return batches.result();
 }
 
 /// Whether calibration runs `kind` in place (input buffer = output buffer), as the schedules'
@@ -152,8 +227,11 @@ bool in_place(ir::CollectiveKind kind) {
 
 /// `cold`: rotate the buffers through these pools (a cold curve); null: the same buffers every
 /// call (hot).
+/// `compute`: the same buffers every call, each call after a burst of it (time_after_compute;
+/// `compute_seconds` its median); not with `cold`.
 Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, MPI_Comm comm,
-                                 double budget, double wake_cpu, ColdBuffers* cold) {
+                                 double budget, double wake_cpu, ColdBuffers* cold,
+                                 const ComputeBurst* compute, double& compute_seconds) {
   int me = 0, size = 1;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   TAWPIPE_MPI(MPI_Comm_size(comm, &size));
@@ -161,42 +239,59 @@ Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
   const std::uint64_t unit = 4 * static_cast<std::uint64_t>(size);
   bytes = std::max(unit, bytes / unit * unit);
   std::vector<float> send(cold ? 0 : bytes / 4, 1.0f), recv(cold ? 0 : bytes / 4, 0.5f);
-  return time_batches(
-      [&]() -> Status {
-        CollectiveArgs a;
-        a.kind = kind;
-        const auto [in, out] =
-            cold ? cold->next(bytes) : std::pair<float*, float*>(send.data(), recv.data());
-        a.send = in;
-        a.recv = out;
-        // Reduces and all-reduces in place, as every schedule's IR has them (TawPipe's gradient
-        // reduces, the data-parallel all-reduces): out of place, the root of a direct reduce
-        // first copies its input into the output (mpi_ops.cpp run_direct), a 12.9 MB copy
-        // (~1.5 ms here) that no run makes.
-        if (in_place(kind)) a.recv = in;
-        a.bytes = bytes;
-        a.me = me;
-        a.size = size;
-        a.root = 0;
-        a.comm = comm;
-        // As a communication thread runs a collective alone in its batch (host_backend.cpp).
-        if (!nonblocking_alone(kind)) return run_alone(a);
-        PostedOp op;
-        TAWPIPE_TRY(post_collective(a, op));
-        return wait_one(op);
-      },
-      budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1, kind == ir::CollectiveKind::broadcast);
+  auto call = [&]() -> Status {
+    CollectiveArgs a;
+    a.kind = kind;
+    const auto [in, out] =
+        cold ? cold->next(bytes) : std::pair<float*, float*>(send.data(), recv.data());
+    a.send = in;
+    a.recv = out;
+    // Reduces and all-reduces in place, as every schedule's IR has them (TawPipe's gradient
+    // reduces, the data-parallel all-reduces): out of place, the root of a direct reduce
+    // first copies its input into the output (mpi_ops.cpp run_direct), a 12.9 MB copy
+    // (~1.5 ms here) that no run makes.
+    if (in_place(kind)) a.recv = in;
+    a.bytes = bytes;
+    a.me = me;
+    a.size = size;
+    a.root = 0;
+    a.comm = comm;
+    // As a communication thread runs a collective alone in its batch (host_backend.cpp).
+    if (!nonblocking_alone(kind)) return run_alone(a);
+    PostedOp op;
+    TAWPIPE_TRY(post_collective(a, op));
+    return wait_one(op);
+  };
+  const bool roles = kind == ir::CollectiveKind::broadcast;
+  if (compute != nullptr) {
+    return time_after_compute([&](int) { return call(); }, *compute, budget, comm, wake_cpu, roles,
+                              false, compute_seconds);
+  }
+  return time_batches(call, budget, comm, wake_cpu, cold ? cold->sets(bytes) : 1, roles);
 }
 
 /// One-way time between ranks 0 and 1 of `comm` (half a ping-pong). CPU time: each rank sends
 /// and receives once per round trip, so one rank's CPU time per round trip is what one message
 /// costs its sender and receiver together.
 /// `cold`: each round trip's messages leave from and land in the next buffers of its pools.
+/// `compute`: one-way messages from the same buffers, alternately rank 0's and rank 1's, each
+/// after a burst of it (time_after_compute, the CPU time both ranks' sum); not with `cold`.
 Expected<Timing> time_sendrecv(std::uint64_t bytes, MPI_Comm comm, double budget, double wake_cpu,
-                               ColdBuffers* cold) {
+                               ColdBuffers* cold, const ComputeBurst* compute,
+                               double& compute_seconds) {
   int me = 0;
   TAWPIPE_MPI(MPI_Comm_rank(comm, &me));
   std::vector<char> buf(cold ? 0 : std::max<std::uint64_t>(bytes, 1), 1);
+  if (compute != nullptr) {
+    return time_after_compute(
+        [&](int k) -> Status {
+          PostedOp op;
+          TAWPIPE_TRY(post_p2p((k % 2 == 0) == (me == 0), buf.data(), bytes, 1 - me, k % 2, comm,
+                               op, doorbell_slot()));
+          return wait_one(op);
+        },
+        *compute, budget, comm, wake_cpu, false, true, compute_seconds);
+  }
   auto round_trip = time_batches(
       [&]() -> Status {
         std::pair<float*, float*> set;
@@ -245,9 +340,8 @@ Status quiet_barrier(MPI_Comm comm) {
   return wait_one(op);
 }
 
-Expected<std::vector<profile::CommMeasurement>> measure_communication(double budget,
-                                                                      int ranks_per_core,
-                                                                      double wake_cpu) {
+Expected<std::vector<profile::CommMeasurement>> measure_communication(
+    double budget, int ranks_per_core, double wake_cpu, const std::vector<ComputeBurst>& compute) {
   int rank = 0, world = 1;
   TAWPIPE_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TAWPIPE_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
@@ -284,18 +378,24 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
     MpiComm owner(sub);
     // Each curve hot (the same buffers every call), then cold at kColdSizes (the buffers rotated
     // over kColdPoolBytes per rank, calibrate_comm.h).
-    auto measure = [&](profile::CommOp op, auto&& time_at, ColdBuffers* cold) -> Status {
+    // The variants: hot, cold, after each compute burst (the hot buffers, the burst before
+    // each call; at kColdSizes).
+    enum class Variant { hot, cold, after_compute };
+    auto measure = [&](profile::CommOp op, auto&& time_at, Variant v) -> Status {
       profile::CommMeasurement m;
       m.op = op;
       m.scope = one_core ? profile::CommScope::shared_core : profile::CommScope::shared_memory;
       m.ranks = n;
-      if (cold) m.cold_pool = Bytes(cold->pool());
-      for (std::uint64_t bytes : cold ? kColdSizes : kSizes) {
+      if (v == Variant::cold) m.cold_pool = Bytes(cold_buffers.pool());
+      std::vector<double> bursts;
+      for (std::uint64_t bytes : v == Variant::hot ? kSizes : kColdSizes) {
         Timing t;
         if (member) {
-          auto measured = time_at(bytes);
+          double burst = 0.0;
+          auto measured = time_at(bytes, v, burst);
           if (!measured.ok()) return measured.error();
           t = *measured;
+          bursts.push_back(burst);
         }
         profile::CommPoint p{Bytes(bytes), SimTime::from_seconds(t.elapsed),
                              SimTime::from_seconds(t.cpu)};
@@ -305,23 +405,37 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
         }
         m.points.push_back(p);
       }
+      if (v == Variant::after_compute) {
+        // The median burst (rank 0's, sent to every rank with the figures below; a rank outside
+        // the pass has none).
+        std::sort(bursts.begin(), bursts.end());
+        m.after_compute = SimTime::from_seconds(bursts.empty() ? 0.0 : bursts[bursts.size() / 2]);
+      }
       out.push_back(std::move(m));
       return Status::success();
     };
-    for (ColdBuffers* cold : {static_cast<ColdBuffers*>(nullptr), &cold_buffers}) {
+    std::vector<std::pair<Variant, const ComputeBurst*>> variants = {{Variant::hot, nullptr},
+                                                                     {Variant::cold, nullptr}};
+    for (const ComputeBurst& b : compute)
+      variants.emplace_back(Variant::after_compute, &b);
+    for (const auto& [v, burst] : variants) {
+      ColdBuffers* cold = v == Variant::cold ? &cold_buffers : nullptr;
       if (n == 2) {
         TAWPIPE_TRY(measure(
             profile::CommOp::sendrecv,
-            [&](std::uint64_t b) { return time_sendrecv(b, sub, budget, wake_cpu, cold); }, cold));
+            [&](std::uint64_t b, Variant, double& s) {
+              return time_sendrecv(b, sub, budget, wake_cpu, cold, burst, s);
+            },
+            v));
       }
       for (const auto& [op, kind] : ops) {
         TAWPIPE_TRY(measure(
             op,
-            [&, k = kind](std::uint64_t b) {
+            [&, k = kind](std::uint64_t b, Variant, double& s) {
               return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget, wake_cpu,
-                                     cold);
+                                     cold, burst, s);
             },
-            cold));
+            v));
       }
     }
     TAWPIPE_TRY(quiet_barrier(MPI_COMM_WORLD));
@@ -335,7 +449,9 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(double bud
       s.push_back(p.root_cpu ? p.root_cpu->seconds() : -1.0);
       s.push_back(p.member_cpu ? p.member_cpu->seconds() : -1.0);
     }
+    s.push_back(m.after_compute ? m.after_compute->seconds() : -1.0);
     TAWPIPE_MPI(MPI_Bcast(s.data(), static_cast<int>(s.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (m.after_compute) m.after_compute = SimTime::from_seconds(s.back());
     for (std::size_t i = 0; i < m.points.size(); ++i) {
       m.points[i].time = SimTime::from_seconds(s[4 * i]);
       m.points[i].cpu = SimTime::from_seconds(s[4 * i + 1]);

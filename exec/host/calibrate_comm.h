@@ -24,11 +24,21 @@
 ///    localhost-cpu runs took 2.0-2.5 ms per message pair, the hot curve's 1.5 ms. So calibration
 ///    measures both ends and the simulator places each transfer between them by its reuse
 ///    distance (sim/network/mpi_shm.h).
+///  - with compute bursts (the block's GEMMs: one layer's, and the rank's block's), every curve
+///    once more per burst after compute (profile `after_compute`: its median seconds) at the
+///    cold curves' sizes: the hot buffers, each call after the burst on every member and a
+///    quiet barrier, only the call timed (a message one way, alternately each rank's, its CPU
+///    time both ranks' sum). A run's transfers follow its cores' compute, which leaves their
+///    buffers as cold as a rotation past the caches or colder whatever the bytes between, and
+///    the more so the longer it computed (session 27, docs/validate-host.md: a 3 MiB all-gather
+///    on 2 ranks, 145-173 us of CPU back to back, 378-417 rotated, ~306 after 4 ms of the
+///    block's GEMMs, ~395 after 30 ms; FSDP's took 370-400 us in its runs).
 /// Ranks that do not take part wait without spinning (MPI_Ibarrier + the yielding wait), so they
 /// leave their cores to the ranks that measure.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <mpi.h>
@@ -47,9 +57,14 @@ namespace tawpipe::exec::host {
 /// core (scope shared_core). Each point
 /// carries its CPU time (`cpu`), less `wake_cpu_seconds` per sleep of the waits (the thread CPU
 /// time of one wake-up). Errors: MPI's.
-Expected<std::vector<profile::CommMeasurement>> measure_communication(double seconds_per_point,
-                                                                      int ranks_per_core,
-                                                                      double wake_cpu_seconds);
+/// One burst of compute on the calling rank's core (the block's GEMMs); returns its seconds.
+using ComputeBurst = std::function<double()>;
+
+/// Per burst in `compute`, every curve once more after compute (profile `after_compute`): at
+/// the cold curves' sizes, the hot buffers, each call after that burst on every member.
+Expected<std::vector<profile::CommMeasurement>> measure_communication(
+    double seconds_per_point, int ranks_per_core, double wake_cpu_seconds,
+    const std::vector<ComputeBurst>& compute = {});
 
 /// The per-op overhead of the interpreter and host backend on this rank (not collective).
 Expected<SimTime> measure_op_overhead(double seconds);

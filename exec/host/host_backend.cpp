@@ -291,6 +291,7 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
   std::vector<PostedOp> posted;
   std::vector<ir::OpIndex> posted_op;
   std::vector<Nanos> posted_at;
+  std::optional<ThreadUsage> alone_usage;  // a batch of one posted op: its thread's usage
   posted.reserve(batch.size());
   for (ir::OpIndex index : batch) {
     const ir::Op& op = rp.ops[static_cast<std::size_t>(index)];
@@ -298,7 +299,12 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
     auto fail = [&](const Error& e) { return make_error(at_op(rank, index, e)); };
     const bool computes = op.kind == ir::OpKind::compute || op.kind == ir::OpKind::copy;
     set_slice(computes ? Slice::compute : Slice::communication);
-    const ThreadUsage usage = computes ? ThreadUsage::now() : ThreadUsage{};
+    // The thread's CPU time is taken for compute ops and copies, and for a transfer this thread
+    // runs by itself (a batch of one op): its posts, copies and wake-ups, which tawsim charges
+    // to the rank's core (sim/run/host_cpu.cpp). Ops posted together share the thread's waits,
+    // which no op owns: they get none.
+    const bool alone = batch.size() == 1;
+    const ThreadUsage usage = computes || alone ? ThreadUsage::now() : ThreadUsage{};
     switch (op.kind) {
       case ir::OpKind::compute: {
         auto result =
@@ -323,13 +329,14 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
         if (batch.size() == 1 && !nonblocking_alone(op.collective)) {
           Status s = run_comm(index);  // run_alone (mpi_ops.h)
           if (!s.ok()) return fail(s.error());
-          out.push_back({index, start, clock_now()});
+          out.push_back(usage.finish(index, start));
           break;
         }
         [[fallthrough]];
       case ir::OpKind::send:
       case ir::OpKind::recv: {
         posted.emplace_back();
+        if (alone) alone_usage = usage;
         Status s = post_comm(index, &posted.back());
         if (!s.ok()) return fail(s.error());
         posted_op.push_back(index);
@@ -345,7 +352,9 @@ Status HostBackend::Impl::run_batch(std::span<const ir::OpIndex> batch,
   Status s = wait_all(
       posted,
       [&](std::size_t i) {
-        out.push_back({posted_op[i], posted_at[i], clock_now()});
+        // One op posted alone: the thread's CPU time from its post to its completion is its.
+        out.push_back(alone_usage ? alone_usage->finish(posted_op[i], posted_at[i])
+                                  : Completion{posted_op[i], posted_at[i], clock_now()});
       },
       &stop);
   if (!s.ok()) return make_error(at_op(rank, posted_op.front(), s.error()));

@@ -80,10 +80,14 @@ int spread_per_core(int ranks, int cores) {
   return (ranks + std::min(ranks, cores) - 1) / std::min(ranks, cores);
 }
 
-/// `hot` moved a `cold` share (clamped to [0, 1]) towards `cold_figure`.
-SimTime toward(SimTime hot, SimTime cold_figure, double cold) {
+/// `hot` moved a `cold` share (clamped to [0, 1]) towards `cold_figure`, and an `after` share
+/// (clamped to [0, 1 - cold]) towards `after_figure`.
+SimTime toward(SimTime hot, SimTime cold_figure, double cold, SimTime after_figure = SimTime(),
+               double after = 0.0) {
   const double f = std::clamp(cold, 0.0, 1.0);
-  return seconds_up(hot.seconds() + f * (cold_figure.seconds() - hot.seconds()));
+  const double g = std::clamp(after, 0.0, 1.0 - f);
+  return seconds_up(hot.seconds() + f * (cold_figure.seconds() - hot.seconds()) +
+                    g * (after_figure.seconds() - hot.seconds()));
 }
 
 /// A measured cost of one call: core-free latency and one member's core work (see the header);
@@ -146,6 +150,8 @@ std::vector<ShmCurve> shm_curves(const profile::Profile* profile) {
     }
     c.ranks = m.ranks;
     if (m.cold_pool) c.cold_pool = static_cast<double>(m.cold_pool->count());
+    if (m.after_compute && !m.cold_pool)
+      c.after_compute = std::max(m.after_compute->seconds(), 1e-9);
     const bool with_cpu = std::all_of(m.points.begin(), m.points.end(),
                                       [](const profile::CommPoint& pt) { return pt.cpu; });
     const bool with_roles =
@@ -180,8 +186,10 @@ MpiShmModel::MpiShmModel(std::vector<ShmCurve> curves, SimTime alpha, double bet
   curves_.erase(std::remove_if(curves_.begin(), curves_.end(),
                                [](const ShmCurve& c) { return c.points.empty(); }),
                 curves_.end());
-  for (const ShmCurve& c : curves_)
+  for (const ShmCurve& c : curves_) {
     cold_pool_ = std::max(cold_pool_, c.cold_pool);
+    longest_after_compute_ = std::max(longest_after_compute_, c.after_compute);
+  }
 }
 
 double cold_fraction(double since, double cold_pool) {
@@ -195,7 +203,7 @@ const ShmCurve* MpiShmModel::find(ShmOp op, int ranks, bool one_core) const {
   // for members on one core, at its own rank count).
   const ShmCurve* best = nullptr;
   for (const ShmCurve& c : curves_) {
-    if (c.op != op || c.cold_pool > 0.0) continue;
+    if (c.op != op || c.cold_pool > 0.0 || c.after_compute > 0.0) continue;
     if (c.one_core && (!one_core || c.ranks != ranks)) continue;
     if (best == nullptr || std::abs(c.ranks - ranks) < std::abs(best->ranks - ranks) ||
         (c.ranks == best->ranks && c.one_core))
@@ -212,28 +220,65 @@ const ShmCurve* MpiShmModel::find_cold(const ShmCurve& hot) const {
   return nullptr;
 }
 
-ShmCost MpiShmModel::blended(const ShmCurve& hot, double bytes, int per_core, double cold) const {
+MpiShmModel::AfterPair MpiShmModel::find_after_compute(const ShmCurve& hot, double bytes,
+                                                       double seconds, bool roles) const {
+  AfterPair p;
+  for (const ShmCurve& c : curves_) {
+    if (!(c.after_compute > 0.0) || c.op != hot.op || c.ranks != hot.ranks ||
+        c.one_core != hot.one_core || bytes < c.points.front().first ||
+        c.cpu.empty() != hot.cpu.empty() || (roles && c.root_cpu.empty()))
+      continue;
+    if (c.after_compute <= seconds && (p.lo == nullptr || c.after_compute > p.lo->after_compute))
+      p.lo = &c;
+    if (c.after_compute >= seconds && (p.hi == nullptr || c.after_compute < p.hi->after_compute))
+      p.hi = &c;
+  }
+  if (p.lo == nullptr) p.lo = p.hi;  // less compute than any burst: the shortest
+  if (p.hi == nullptr) p.hi = p.lo;  // more than any: the longest
+  if (p.lo != nullptr && p.hi != p.lo) {
+    p.w = std::log(seconds / p.lo->after_compute) /
+          std::log(p.hi->after_compute / p.lo->after_compute);
+  }
+  return p;
+}
+
+ShmCost MpiShmModel::blended(const ShmCurve& hot, double bytes, int per_core, Warmth warmth) const {
   const ShmCost h = split(hot, bytes, per_core);
+  double cold = warmth.cold, after = warmth.after;
+  const AfterPair a =
+      after > 0.0 ? find_after_compute(hot, bytes, warmth.after_seconds, false) : AfterPair{};
+  if (a.lo == nullptr) {
+    cold += after;  // no after-compute figure here: such buffers count as cold
+    after = 0.0;
+  }
   const ShmCurve* c = cold > 0.0 ? find_cold(hot) : nullptr;
   if (c == nullptr || bytes < c->points.front().first || c->cpu.empty() != hot.cpu.empty())
-    return h;
-  const ShmCost k = split(*c, bytes, per_core);
-  return {toward(h.latency, k.latency, cold), toward(h.work, k.work, cold), h.per_member};
+    cold = 0.0;
+  if (cold <= 0.0 && after <= 0.0) return h;
+  const ShmCost k = cold > 0.0 ? split(*c, bytes, per_core) : h;
+  ShmCost f = h;
+  if (after > 0.0) {
+    const ShmCost lo = split(*a.lo, bytes, per_core), hi = split(*a.hi, bytes, per_core);
+    f.latency = toward(lo.latency, hi.latency, a.w);
+    f.work = toward(lo.work, hi.work, a.w);
+  }
+  return {toward(h.latency, k.latency, cold, f.latency, after),
+          toward(h.work, k.work, cold, f.work, after), h.per_member};
 }
 
 bool MpiShmModel::measured(ShmOp op) const {
   return std::any_of(curves_.begin(), curves_.end(), [&](const ShmCurve& c) { return c.op == op; });
 }
 
-ShmCost MpiShmModel::p2p(double bytes, bool one_core, double cold) const {
+ShmCost MpiShmModel::p2p(double bytes, bool one_core, Warmth warmth) const {
   // A one-core curve's CPU time is one rank's per round trip, as on two cores (what the message
   // costs sender and receiver together): its turns on the core are that work, no second share.
-  if (const ShmCurve* c = find(ShmOp::sendrecv, 2, one_core)) return blended(*c, bytes, 1, cold);
+  if (const ShmCurve* c = find(ShmOp::sendrecv, 2, one_core)) return blended(*c, bytes, 1, warmth);
   return {alpha_, seconds_up(bytes / beta_)};
 }
 
 ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core,
-                                double cold) const {
+                                Warmth warmth) const {
   const ShmOp op = shm_op(kind);
   const Steps want = ring_steps(op, bytes, ranks);
   if (const ShmCurve* c = find(op, ranks, one_core)) {
@@ -244,7 +289,7 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
     if (c->one_core) {
       per_core = op == ShmOp::broadcast ? c->ranks - 1 : op == ShmOp::reduce ? 1 : c->ranks;
     }
-    const ShmCost measured = blended(*c, bytes, per_core, cold);
+    const ShmCost measured = blended(*c, bytes, per_core, warmth);
     if (c->ranks == ranks) return measured;
     // Another rank count: scale its latency by the step counts and its copy work by the bytes
     // each member moves in sequence.
@@ -260,7 +305,7 @@ ShmCost MpiShmModel::collective(ir::CollectiveKind kind, double bytes, int ranks
 }
 
 std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ranks, bool one_core,
-                                                           double cold) const {
+                                                           Warmth warmth) const {
   const ShmCurve* hot = find(ShmOp::broadcast, ranks, one_core);
   if (hot == nullptr || hot->ranks != ranks || hot->root_cpu.empty() || ranks < 2)
     return std::nullopt;
@@ -277,19 +322,33 @@ std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ran
     }
     return BroadcastRoles{total > busy ? total - busy : SimTime(), member, root};
   };
-  const BroadcastRoles h = at(*hot);
+  double cold = warmth.cold, after = warmth.after;
+  const AfterPair a =
+      after > 0.0 ? find_after_compute(*hot, bytes, warmth.after_seconds, true) : AfterPair{};
+  if (a.lo == nullptr) {
+    cold += after;  // as in blended()
+    after = 0.0;
+  }
   const ShmCurve* c = cold > 0.0 ? find_cold(*hot) : nullptr;
-  if (c == nullptr || bytes < c->points.front().first || c->root_cpu.empty()) return h;
-  const BroadcastRoles k = at(*c);
-  return BroadcastRoles{toward(h.latency, k.latency, cold),
-                        toward(h.member_work, k.member_work, cold),
-                        toward(h.root_work, k.root_work, cold)};
+  if (c == nullptr || bytes < c->points.front().first || c->root_cpu.empty()) cold = 0.0;
+  const BroadcastRoles h = at(*hot);
+  if (cold <= 0.0 && after <= 0.0) return h;
+  const BroadcastRoles k = cold > 0.0 ? at(*c) : h;
+  BroadcastRoles f = h;
+  if (after > 0.0) {
+    const BroadcastRoles lo = at(*a.lo), hi = at(*a.hi);
+    f = {toward(lo.latency, hi.latency, a.w), toward(lo.member_work, hi.member_work, a.w),
+         toward(lo.root_work, hi.root_work, a.w)};
+  }
+  return BroadcastRoles{toward(h.latency, k.latency, cold, f.latency, after),
+                        toward(h.member_work, k.member_work, cold, f.member_work, after),
+                        toward(h.root_work, k.root_work, cold, f.root_work, after)};
 }
 
 std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core,
-                                                    double cold) const {
-  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core, cold);
-  const ShmCost message = p2p(bytes, one_core, cold);
+                                                    Warmth warmth) const {
+  const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core, warmth);
+  const ShmCost message = p2p(bytes, one_core, warmth);
   if (!whole.per_member || !message.per_member || ranks < 2) return std::nullopt;
   const SimTime copies = message.work * (ranks - 1);
   return whole.work > copies ? whole.work - copies : SimTime();

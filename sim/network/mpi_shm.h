@@ -41,6 +41,19 @@
 /// bytes their host touched since their last use, sim/run/host_cpu.cpp): WeiPipe forwards a
 /// weight block a backward after it posted it (cold), TawPipe broadcasts a block it has just
 /// received (hot). Below the cold curve's smallest size, and without cold curves, the hot curve.
+/// Where the profile has curves measured after compute (profile after_compute: the hot buffers,
+/// the block's GEMMs on every member's core between calls), a buffer whose rank's core computed
+/// since its last use (in a run all but those an op has just produced or a transfer has just moved)
+/// is not placed by its reuse distance but as after compute: the transfer's cost lies its
+/// `after` share of buffers towards the after-compute curves and its `cold` share towards the
+/// cold one. Calibration measures after one layer's GEMMs and after the whole block's; between
+/// the two the figure follows the compute since the buffers' last use (Warmth::after_seconds),
+/// linearly in its logarithm, and past them it stays at the nearer one. A core's compute leaves
+/// a transfer's buffers as cold as a rotation past the caches or colder, whatever the bytes
+/// between, and the more so the longer it computed (session 27,
+/// docs/validate-host.md: a 3 MiB all-gather on 2 ranks cost 145-173 us of CPU back to back,
+/// 378-417 rotated over a 64 MiB pool, 436-452 with GEMMs between calls on the same buffers;
+/// FSDP's took 370-400 us in its runs where the reuse-distance blend charged 250-267).
 ///
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
 /// entries with scope shared_memory; members that all share one core prefer a curve of their rank
@@ -90,6 +103,9 @@ struct ShmCurve {
   /// Measured cold (profile cold_pool): each call's buffers rotated over `cold_pool` bytes per
   /// rank; 0: hot (the same buffers every call).
   double cold_pool = 0.0;
+  /// Measured after compute (profile after_compute): the hot buffers with this many seconds of
+  /// the block's GEMMs on every member's core between calls; 0: not.
+  double after_compute = 0.0;
   std::vector<std::pair<double, SimTime>> points;  ///< (bytes, time)
   /// (bytes, CPU time) at the same sizes, or empty when the profile measured none.
   std::vector<std::pair<double, SimTime>> cpu;
@@ -97,6 +113,21 @@ struct ShmCurve {
   /// same sizes (profile root_cpu, member_cpu), or empty when the profile measured none.
   std::vector<std::pair<double, SimTime>> root_cpu;
   std::vector<std::pair<double, SimTime>> member_cpu;
+};
+
+/// The cache state of a transfer's buffers (sim/run/host_cpu.cpp): shares of them, cold + after
+/// <= 1, the rest hot.
+struct Warmth {
+  double cold = 0.0;   ///< placed by reuse distance (cold_fraction): towards the cold curve
+  double after = 0.0;  ///< after compute: towards the after-compute curves
+  /// The after-compute buffers' compute since their last use: seconds per core of their host's
+  /// compute, their geometric mean (picks between after-compute curves by their bursts).
+  double after_seconds = 0.0;
+  Warmth() = default;
+  /// Only a cold share (no after-compute buffers).
+  Warmth(double cold_share) : cold(cold_share) {}  // NOLINT(google-explicit-constructor)
+  Warmth(double cold_share, double after_share, double seconds)
+      : cold(cold_share), after(after_share), after_seconds(seconds) {}
 };
 
 /// A transfer's cost: a core-free latency, then copy work on cores.
@@ -127,24 +158,27 @@ class MpiShmModel {
               int cores_per_host = 1);
 
   /// One message; `work` is due on the receiver's core. `one_core`: sender and receiver share a
-  /// core (then a curve measured so is preferred). `cold`: the share of the transfer's buffers
-  /// out of the caches, in [0, 1] (cold_fraction): the cost lies that far from the hot curve's
-  /// to the cold one's, where the profile has a cold curve at this size.
-  ShmCost p2p(double bytes, bool one_core = false, double cold = 0.0) const;
+  /// core (then a curve measured so is preferred). `warmth.cold`: the share of the transfer's
+  /// buffers out of the caches by reuse distance, in [0, 1] (cold_fraction): the cost lies that
+  /// far from the hot curve's to the cold one's, where the profile has a cold curve at this size.
+  /// `warmth.after`: the share of the buffers whose rank's core computed since their last use,
+  /// towards the curves measured after compute where the profile has them at this size (else
+  /// towards the cold one, as cold).
+  ShmCost p2p(double bytes, bool one_core = false, Warmth warmth = {}) const;
   /// One collective; `work` is one member's, due on each copying member's core (a core with m
   /// copying members owes m x work). `one_core`: every member is on one core (then a curve
-  /// measured so is preferred). `cold`: as for p2p.
+  /// measured so is preferred). `warmth`: as for p2p.
   ShmCost collective(ir::CollectiveKind kind, double bytes, int ranks, bool one_core = false,
-                     double cold = 0.0) const;
+                     Warmth warmth = {}) const;
   /// A broadcast on `ranks` members by roles, from a curve measured at that rank count with the
   /// root's and the other members' CPU times (profile root_cpu, member_cpu): member_work and
   /// root_work are those, and the latency is the call's time less the busiest core's work in the
   /// measurement (one core: every member's copy and the root's; spread: rank r of the call on
   /// core r / ceil(ranks / cores), as calibration places them, so the root shares its core with
   /// the first members). Empty without such a curve (collective() then serves, the root free).
-  /// `one_core`, `cold`: as for collective().
+  /// `one_core`, `warmth`: as for collective().
   std::optional<BroadcastRoles> broadcast_roles(double bytes, int ranks, bool one_core = false,
-                                                double cold = 0.0) const;
+                                                Warmth warmth = {}) const;
   /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
   /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
   /// the root's core as each member posts), then sums them. Returns the root's core work past
@@ -152,27 +186,42 @@ class MpiShmModel {
   /// (the sums, and the root's share of the waits). Empty when the reduce or the message curve
   /// has no CPU times (then only the whole call's cost is known).
   std::optional<SimTime> reduce_sum_work(double bytes, int ranks, bool one_core = false,
-                                         double cold = 0.0) const;
+                                         Warmth warmth = {}) const;
   /// True when `op` has a measured curve (for reports).
   bool measured(ShmOp op) const;
   /// The bytes the cold curves' buffers rotated over (the largest of them), 0 without cold
   /// curves: a buffer is wholly cold once its host has touched this many bytes since its last
   /// use (cold_fraction).
   double cold_pool() const { return cold_pool_; }
+  /// The longest compute any curve was measured after (seconds); 0 without after-compute
+  /// curves (then the executor does not track its cores' compute).
+  double longest_after_compute() const { return longest_after_compute_; }
 
  private:
   /// The hot curve for `op` on `ranks` ranks (the nearest measured count, see the file's head).
   const ShmCurve* find(ShmOp op, int ranks, bool one_core) const;
   /// The cold curve measured like `hot` (op, ranks, placement), or null.
   const ShmCurve* find_cold(const ShmCurve& hot) const;
-  /// `hot`'s cost at `bytes`, moved a `cold` share towards its cold curve's where that curve
-  /// reaches down to `bytes`.
-  ShmCost blended(const ShmCurve& hot, double bytes, int per_core, double cold) const;
+  /// The curves measured after compute like `hot` that reach down to `bytes` (and have CPU
+  /// times if `hot` has, root and member CPU times if `roles`) bracketing `seconds` of compute:
+  /// (lower, upper, the upper's weight), the same curve twice outside their range; null
+  /// without any.
+  struct AfterPair {
+    const ShmCurve* lo = nullptr;
+    const ShmCurve* hi = nullptr;
+    double w = 0.0;
+  };
+  AfterPair find_after_compute(const ShmCurve& hot, double bytes, double seconds, bool roles) const;
+  /// `hot`'s cost at `bytes` moved the warmth's cold share towards its cold curve's and its
+  /// after share towards its after-compute curves' (find_after_compute), each where that curve
+  /// reaches down to `bytes` (without an after-compute curve, `after` counts as cold).
+  ShmCost blended(const ShmCurve& hot, double bytes, int per_core, Warmth warmth) const;
   std::vector<ShmCurve> curves_;
   SimTime alpha_;
   double beta_ = 1.0;
   int cores_ = 1;
   double cold_pool_ = 0.0;
+  double longest_after_compute_ = 0.0;
 };
 
 /// The cold share of a buffer whose host has touched `since` bytes (the reuse distance: bytes

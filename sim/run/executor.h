@@ -82,8 +82,10 @@ struct ExecutionResult {
   BigVector<SimTime> op_start;
   BigVector<SimTime> op_end;
   /// CPU topologies: the core work given to each compute op and copy (its job on its core:
-  /// work at the calibrated rates plus the per-op overhead, stretched by the noise trace); zero
-  /// for other ops. Empty on device topologies. Indexed like op_start.
+  /// work at the calibrated rates plus the per-op overhead, stretched by the noise trace), and
+  /// charged for each transfer on its thread (its copies, sums and wait wake-ups, sim/run/
+  /// host_cpu.cpp charge_op_cpu); zero for other ops. Empty on device topologies. Indexed like
+  /// op_start.
   BigVector<SimTime> op_cpu;
   std::size_t replica_ranks = 0;  ///< with replica symmetry: ranks per replica, else 0
   std::size_t timing_rank(std::size_t r) const { return replica_ranks > 0 ? r % replica_ranks : r; }

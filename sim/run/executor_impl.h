@@ -231,15 +231,27 @@ class Executor {
   void plan_zeroing();
   /// Starts alloc op `g`'s zeroing on its rank's core (zero_bytes_[g] > 0).
   void start_zeroing(std::size_t g);
-  /// CPU topologies whose profile has cold curves: sizes the reuse-distance tables (prepare()).
+  /// CPU topologies whose profile has cold or after-compute curves: sizes the reuse-distance and
+  /// compute tables (prepare()).
   void plan_warmth();
-  /// Op `g` completed: adds the bytes it moved to its host's count and marks its buffers used.
+  /// Op `g` completed: adds the bytes it moved to its host's count (and a compute op to its
+  /// host's compute count) and marks its buffers used.
   void note_touch(std::size_t g);
-  /// The cold share (sim/network/mpi_shm.h cold_fraction) of op `g`'s buffers, their mean; 0
-  /// without cold curves.
+  /// The cold share (sim/network/mpi_shm.h cold_fraction) of op `g`'s buffers, summed over those
+  /// not after compute (warmth) and divided by all; 0 without cold curves.
   double cold_share(std::size_t g) const;
-  /// The mean cold share of instance `in`'s members' buffers.
-  double instance_cold_share(const Instance& in) const;
+  /// Op `g`'s buffers' cache state (sim/network/mpi_shm.h Warmth): the share after compute (its
+  /// rank's core completed a compute op since their last use; a buffer not used yet in the
+  /// simulated iteration was last used in the previous one), which counts towards the curves
+  /// measured after compute with the compute since (geometric mean), not by reuse distance; the
+  /// others' cold share (cold_share). Without after-compute curves, the cold share alone.
+  Warmth warmth(std::size_t g) const;
+  /// Whether buffer `b` of rank `r` is after compute (see warmth).
+  bool after_compute(std::size_t r, ir::BufferId b) const;
+  /// The compute so far on rank `r`'s core (core_computed_).
+  double computed_on_core_of(std::size_t r) const;
+  /// The mean warmth of instance `in`'s members' ops (shares averaged, seconds' geometric mean).
+  Warmth instance_warmth(const Instance& in) const;
   /// CPU topologies: whether every member of instance `in` is on one core (the shared-memory
   /// model then prefers curves measured so, sim/network/mpi_shm.h).
   bool on_one_core(const Instance& in) const;
@@ -425,6 +437,12 @@ class Executor {
   /// buffer's last use (-1: never used).
   std::vector<double> host_touched_;
   std::vector<double> last_touch_;
+  /// With after-compute curves: by core (global id), the core time of the compute ops its ranks
+  /// completed so far (seconds); by (rank, buffer) as last_touch_, its rank's core's figure at
+  /// the buffer's last use (-1: never used); by rank, its core.
+  std::vector<double> core_computed_;
+  std::vector<double> last_compute_;
+  std::vector<int> core_of_rank_global_;
   std::vector<std::size_t> buffer_offset_;
   std::vector<int> host_of_rank_;
   /// CPU topologies: the profile's cost and lateness of a waiting thread's wake-up.
@@ -432,6 +450,9 @@ class Executor {
   /// The two wake-up costs while the core's other ranks compute too (profile
   /// host.wakeup_cost_shared, host.wakeup_cost_long_shared; the figures above without them).
   SimTime wakeup_cost_shared_, wakeup_cost_long_shared_;
+  /// Adds `work` to op `g`'s core work (ExecutionResult::op_cpu; CPU topologies): the transfers'
+  /// copies, sums and wake-ups on their threads, as tawexec's records measure them.
+  void charge_op_cpu(std::size_t g, SimTime work);
   /// Charges the wake-ups of the wait of transfer op `g` (ended now) to its rank's core.
   void charge_wakeups(std::size_t g);
   /// CPU topologies: whether the host backend waits for unit `unit` on its doorbell

@@ -14,8 +14,10 @@
 // host.wakeup_cost, measured by calibration; host.wakeup_cost_shared for the part of the wait
 // while another rank of the core had compute work too).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <span>
+#include <vector>
 
 #include "common/host_wait.h"
 #include "common/ir/zeroing.h"
@@ -116,7 +118,7 @@ void Executor::plan_zeroing() {
 }
 
 void Executor::plan_warmth() {
-  if (!shm_ || !(shm_->cold_pool() > 0.0)) return;
+  if (!shm_ || !(shm_->cold_pool() > 0.0 || shm_->longest_after_compute() > 0.0)) return;
   const int cores = topology_.host_cpu()->cores_per_host;
   buffer_offset_.assign(active_ranks_ + 1, 0);
   host_of_rank_.assign(active_ranks_, 0);
@@ -128,6 +130,16 @@ void Executor::plan_warmth() {
   }
   host_touched_.assign(static_cast<std::size_t>(hosts), 0.0);
   last_touch_.assign(buffer_offset_.back(), -1.0);
+  if (shm_->longest_after_compute() > 0.0) {
+    core_of_rank_global_.assign(active_ranks_, 0);
+    int all_cores = 1;
+    for (std::size_t r = 0; r < active_ranks_; ++r) {
+      core_of_rank_global_[r] = topology_.core_of(program_.header.placement[r]);
+      all_cores = std::max(all_cores, core_of_rank_global_[r] + 1);
+    }
+    core_computed_.assign(static_cast<std::size_t>(all_cores), 0.0);
+    last_compute_.assign(buffer_offset_.back(), -1.0);
+  }
 }
 
 void Executor::note_touch(std::size_t g) {
@@ -161,6 +173,77 @@ void Executor::note_touch(std::size_t g) {
   touched += moved;
   for (const ir::BufferId b : touched_buffers(program_.ranks[r], op))
     last_touch_[buffer_offset_[r] + idx(b)] = touched;
+  if (core_computed_.empty()) return;
+  // The rank's core's compute so far: each compute op's core time (what the calibration's
+  // bursts are measured in, on every member's core).
+  double& computed = core_computed_[static_cast<std::size_t>(core_of_rank_global_[r])];
+  if (op.kind == ir::OpKind::compute && g < res_.op_cpu.size())
+    computed += res_.op_cpu[g].seconds();
+  for (const ir::BufferId b : touched_buffers(program_.ranks[r], op))
+    last_compute_[buffer_offset_[r] + idx(b)] = computed;
+}
+
+double Executor::computed_on_core_of(std::size_t r) const {
+  return core_computed_[static_cast<std::size_t>(core_of_rank_global_[r])];
+}
+
+bool Executor::after_compute(std::size_t r, ir::BufferId b) const {
+  return !last_compute_.empty() &&
+         last_compute_[buffer_offset_[r] + idx(b)] < computed_on_core_of(r);
+}
+
+namespace {
+
+/// The mean of warmths `ws` (each weighing as much): shares averaged, the after-compute seconds'
+/// geometric mean weighted by the after shares.
+Warmth mean_warmth(std::span<const Warmth> ws) {
+  Warmth m;
+  double logs = 0.0;
+  for (const Warmth& w : ws) {
+    m.cold += w.cold;
+    m.after += w.after;
+    if (w.after > 0.0) logs += w.after * std::log(w.after_seconds);
+  }
+  if (m.after > 0.0) m.after_seconds = std::exp(logs / m.after);
+  const auto n = static_cast<double>(std::max<std::size_t>(ws.size(), 1));
+  m.cold /= n;
+  m.after /= n;
+  return m;
+}
+
+}  // namespace
+
+Warmth Executor::warmth(std::size_t g) const {
+  Warmth w(cold_share(g));
+  if (last_compute_.empty()) return w;
+  const auto r = static_cast<std::size_t>(rt_[g].rank);
+  const auto buffers = touched_buffers(program_.ranks[r], op_at(g));
+  const double computed = computed_on_core_of(r);
+  // A buffer not used yet in the iteration was last used in the previous one: the longest
+  // burst's figure (as any compute past it).
+  const double longest = shm_->longest_after_compute();
+  double n = 0.0, logs = 0.0;
+  for (const ir::BufferId b : buffers) {
+    if (!after_compute(r, b)) continue;
+    const double mark = last_compute_[buffer_offset_[r] + idx(b)];
+    const double since = mark < 0.0 ? longest : std::clamp(computed - mark, 1e-9, longest);
+    n += 1.0;
+    logs += std::log(since);
+  }
+  if (n > 0.0) {
+    w.after = n / static_cast<double>(buffers.size());
+    w.after_seconds = std::exp(logs / n);
+  }
+  return w;
+}
+
+Warmth Executor::instance_warmth(const Instance& in) const {
+  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
+  std::vector<Warmth> ws;
+  ws.reserve(n);
+  for (std::size_t k = 0; k < n; ++k)
+    ws.push_back(warmth(idx(inst_ops_[in.ops_offset + k])));
+  return mean_warmth(ws);
 }
 
 double Executor::cold_share(std::size_t g) const {
@@ -170,6 +253,7 @@ double Executor::cold_share(std::size_t g) const {
   const auto buffers = touched_buffers(program_.ranks[r], op_at(g));
   double sum = 0.0;
   for (const ir::BufferId b : buffers) {
+    if (after_compute(r, b)) continue;  // warmth()'s after share
     const double last = last_touch_[buffer_offset_[r] + idx(b)];
     sum += cold_fraction(last < 0.0 ? -1.0 : touched - last, shm_->cold_pool());
   }
@@ -260,7 +344,12 @@ void Executor::charge_wakeups(std::size_t g) {
     work_ps = (cost_ps * ps(busy - contended) + shared_ps * ps(contended)) / ps(waited);
   const auto work = SimTime::ps(static_cast<std::int64_t>(work_ps));
   if (work <= SimTime()) return;
+  charge_op_cpu(g, work);
   cores_->add_background(core, on_core(core, engine_.now(), work), kBackgroundToken);
+}
+
+void Executor::charge_op_cpu(std::size_t g, SimTime work) {
+  if (g < res_.op_cpu.size()) res_.op_cpu[g] = res_.op_cpu[g] + work;
 }
 
 bool Executor::rings_doorbell(std::size_t unit) const {
@@ -325,21 +414,12 @@ void Executor::start_p2p_shm(std::size_t send_g) {
   const RtOp& op = rt_[send_g];
   const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
   // The copy reads the sender's buffer and writes the receiver's: their mean cold share.
-  const double cold = 0.5 * (cold_share(send_g) + cold_share(idx(op.link)));
-  const ShmCost cost =
-      shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core, cold);
+  const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core,
+                                 mean_warmth(std::array{warmth(send_g), warmth(idx(op.link))}));
   const SimTime delay = cost.latency + op_overhead_;
+  charge_op_cpu(idx(op.link), cost.work);  // the receiver's thread copies
   cores_->start(std::span<const int>(&core, 1), delay,
                 on_core(core, engine_.now() + delay, cost.work), kP2pToken | send_g);
-}
-
-double Executor::instance_cold_share(const Instance& in) const {
-  if (last_touch_.empty()) return 0.0;
-  const std::size_t n = program_.communicators[idx(in.comm)].members.size();
-  double sum = 0.0;
-  for (std::size_t m = 0; m < n; ++m)
-    sum += cold_share(idx(inst_ops_[in.ops_offset + m]));
-  return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
 bool Executor::on_one_core(const Instance& in) const {
@@ -412,8 +492,9 @@ void Executor::charge_broadcast_root(std::uint32_t inst) {
   const std::size_t root_g = idx(inst_ops_[in.ops_offset + idx(in.root_member)]);
   const auto roles =
       shm_->broadcast_roles(static_cast<double>(rt_[root_g].bytes),
-                            static_cast<int>(members.size()), on_one_core(in), cold_share(root_g));
+                            static_cast<int>(members.size()), on_one_core(in), warmth(root_g));
   if (!roles || roles->root_work <= SimTime()) return;
+  charge_op_cpu(root_g, roles->root_work);
   const int core = core_of_rank(members[idx(in.root_member)]);
   cores_->add_background(core, on_core(core, engine_.now(), roles->root_work), kBackgroundToken);
 }
@@ -423,8 +504,9 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
   const auto& members = program_.communicators[idx(in.comm)].members;
   const double bytes = static_cast<double>(rt_[idx(inst_ops_[in.ops_offset + pos])].bytes);
   // Between the root's buffer and this member's: their mean cold share.
-  const double cold = 0.5 * (cold_share(idx(inst_ops_[in.ops_offset + idx(in.root_member)])) +
-                             cold_share(idx(inst_ops_[in.ops_offset + pos])));
+  const std::size_t root_g = idx(inst_ops_[in.ops_offset + idx(in.root_member)]);
+  const std::size_t member_g = idx(inst_ops_[in.ops_offset + pos]);
+  const Warmth warm = mean_warmth(std::array{warmth(root_g), warmth(member_g)});
   ShmCost cost;
   int core = 0;
   if (in.member_start == kStartBroadcastLinear) {
@@ -435,18 +517,20 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
     // member's CPU time, and the root's part is charged on its core when it posts
     // (post_member_shm); without, the busiest member's.
     if (const auto roles =
-            shm_->broadcast_roles(bytes, static_cast<int>(members.size()), on_one_core(in), cold)) {
+            shm_->broadcast_roles(bytes, static_cast<int>(members.size()), on_one_core(in), warm)) {
       cost = {roles->latency, roles->member_work, true};
     } else {
       cost = shm_->collective(ir::CollectiveKind::broadcast, bytes,
-                              static_cast<int>(members.size()), on_one_core(in), cold);
+                              static_cast<int>(members.size()), on_one_core(in), warm);
     }
     core = core_of_rank(members[pos]);
   } else {
     // The root receives this member's buffer: one message, copied on the root's core.
-    cost = shm_->p2p(bytes, on_one_core(in), cold);
+    cost = shm_->p2p(bytes, on_one_core(in), warm);
     core = core_of_rank(members[idx(in.root_member)]);
   }
+  // The thread that copies: the broadcast member's, the reduce root's.
+  charge_op_cpu(in.member_start == kStartBroadcastLinear ? member_g : root_g, cost.work);
   const SimTime delay = cost.latency + op_overhead_;
   cores_->start(std::span<const int>(&core, 1), delay,
                 on_core(core, engine_.now() + delay, cost.work),
@@ -472,9 +556,10 @@ void Executor::member_job_done(std::uint32_t inst, std::size_t pos) {
       // cores' model has one slice for every thread (sim/run/core_sharing.h).
       const SimTime sum =
           shm_->reduce_sum_work(static_cast<double>(rt_[root_g].bytes), static_cast<int>(n),
-                                on_one_core(in), instance_cold_share(in))
+                                on_one_core(in), instance_warmth(in))
               .value_or(SimTime());
       if (sum > SimTime()) {
+        charge_op_cpu(root_g, sum);
         const int core = core_of_rank(members[root]);
         cores_->start(std::span<const int>(&core, 1), SimTime(), on_core(core, engine_.now(), sum),
                       kMemberToken | static_cast<std::uint64_t>(root) << 32 | inst);
@@ -498,15 +583,17 @@ void Executor::start_collective_shm(std::uint32_t inst) {
   // receivers), and the all-* collectives on every member's (each one receives).
   const ir::CollectiveKind kind = op_at(first).collective;
   scratch_cores_.clear();
+  const ShmCost cost =
+      shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
+                       static_cast<int>(members.size()), on_one_core(in), instance_warmth(in));
   for (std::size_t i = 0; i < members.size(); ++i) {
     const bool root = static_cast<int>(i) == in.root_member;
     if (kind == ir::CollectiveKind::reduce && !root) continue;
     if (kind == ir::CollectiveKind::broadcast && root && members.size() > 1) continue;
     scratch_cores_.push_back(core_of_rank(members[i]));
+    // A copying member's thread: one member's work (the whole call's without CPU times).
+    charge_op_cpu(idx(inst_ops_[in.ops_offset + i]), cost.work);
   }
-  const ShmCost cost =
-      shm_->collective(op_at(first).collective, static_cast<double>(rt_[first].bytes),
-                       static_cast<int>(members.size()), on_one_core(in), instance_cold_share(in));
   // With one member's CPU time, a core with m copying members owes m members' work (they take
   // turns on it); the job runs on all those cores at the rate of the slowest share, so it
   // carries the largest m.

@@ -43,6 +43,8 @@ communication:
      points: [{size: 4KiB, time: 30us, cpu: 10us, root_cpu: 9us, member_cpu: 10us}, {size: 16MiB, time: 4ms, cpu: 2ms, root_cpu: 1500us, member_cpu: 2ms}]}
   - {op: sendrecv, scope: shared_memory, ranks: 2, cold_pool: 64MiB,
      points: [{size: 1MiB, time: 300us, cpu: 250us}, {size: 16MiB, time: 7ms, cpu: 6ms}]}
+  - {op: all_gather, scope: shared_memory, ranks: 2, after_compute: 4ms,
+     points: [{size: 1MiB, time: 350us, cpu: 300us}, {size: 16MiB, time: 8ms, cpu: 7ms}]}
 host:
   cores_per_host: 2
   ranks_per_core: 2
@@ -87,7 +89,7 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_EQ(d.ranks->count, 24);
   EXPECT_DOUBLE_EQ(d.ranks->spread, 0.03);
   EXPECT_EQ(d.ranks->outliers, std::vector<int>{17});
-  ASSERT_EQ(p->communication.size(), 5u);
+  ASSERT_EQ(p->communication.size(), 6u);
   EXPECT_EQ(p->communication[0].op, CommOp::all_reduce);
   EXPECT_EQ(p->communication[0].scope, CommScope::intra_node);
   EXPECT_EQ(p->communication[0].ranks, 8);
@@ -103,6 +105,9 @@ TEST(ProfileV2, ReadsEveryField) {
   EXPECT_FALSE(p->communication[3].cold_pool.has_value());
   EXPECT_EQ(p->communication[4].cold_pool, Bytes::mib(64));
   EXPECT_EQ(p->communication[4].points[0].time, SimTime::us(300));
+  EXPECT_FALSE(p->communication[4].after_compute.has_value());
+  EXPECT_EQ(p->communication[5].after_compute, SimTime::ms(4));
+  EXPECT_FALSE(p->communication[5].cold_pool.has_value());
   EXPECT_EQ(p->host->cores_per_host, 2);
   EXPECT_EQ(p->host->wakeup_cost, SimTime::us(50));
   EXPECT_EQ(p->host->wakeup_latency, SimTime::us(120));
@@ -258,6 +263,12 @@ TEST(ProfileV2, ErrorsCarryLocationKeyPathAndSuggestion) {
       "2, cold_pool: 0B, points: [{size: 1MiB, time: 1us}]}\n");
   EXPECT_EQ(e.key_path, "communication[0].cold_pool");
   EXPECT_NE(e.message.find("must be positive"), std::string::npos) << e.to_string();
+
+  e = error_of(
+      "format_version: 2\ncommunication:\n  - {op: all_gather, scope: shared_memory, ranks: "
+      "2, cold_pool: 64MiB, after_compute: 4ms, points: [{size: 1MiB, time: 1us}]}\n");
+  EXPECT_EQ(e.key_path, "communication[0].after_compute");
+  EXPECT_NE(e.message.find("cold or after compute"), std::string::npos) << e.to_string();
 
   e = error_of("format_version: 2\nbackend: gpu\n");
   EXPECT_EQ(e.key_path, "backend");

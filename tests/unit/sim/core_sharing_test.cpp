@@ -319,13 +319,19 @@ TEST(MpiShm, OneCoreCurvesServeMembersOnOneCore) {
             ms(0.6));
 }
 
-TEST(MpiShm, ColdShareMovesTheCostTowardsTheColdCurve) {
-  // A message hot: 1 ms (0.8 ms of CPU) at 1 MiB; cold (buffers rotated over 64 MiB): 2 ms
-  // (1.6 ms of CPU), measured from 1 MiB up.
+/// A message's hot curve: 1 ms (0.8 ms of CPU) at 1 MiB.
+ShmCurve hot_message() {
   ShmCurve hot;
   hot.op = ShmOp::sendrecv;
   hot.points = {{8.0, ms(0.01)}, {1048576.0, ms(1.0)}};
   hot.cpu = {{8.0, ms(0.005)}, {1048576.0, ms(0.8)}};
+  return hot;
+}
+
+TEST(MpiShm, ColdShareMovesTheCostTowardsTheColdCurve) {
+  // A message hot: 1 ms (0.8 ms of CPU) at 1 MiB; cold (buffers rotated over 64 MiB): 2 ms
+  // (1.6 ms of CPU), measured from 1 MiB up.
+  const ShmCurve hot = hot_message();
   ShmCurve cold = hot;
   cold.cold_pool = 64.0 * 1048576.0;
   cold.points = {{1048576.0, ms(2.0)}, {4194304.0, ms(8.0)}};
@@ -346,6 +352,73 @@ TEST(MpiShm, ColdShareMovesTheCostTowardsTheColdCurve) {
   const MpiShmModel hot_only({hot}, SimTime(), 1e9, 2);
   EXPECT_DOUBLE_EQ(hot_only.cold_pool(), 0.0);
   EXPECT_EQ(hot_only.p2p(1048576.0, false, 1.0).work, ms(0.8));
+}
+
+TEST(MpiShm, AfterComputeSharesFollowTheCurvesMeasuredAfterCompute) {
+  // A message hot: 0.8 ms of CPU at 1 MiB; cold: 1.6 ms; after 4 ms of compute: 2.0 ms, after
+  // 16 ms: 3.0 ms (latency 0.2 ms on each).
+  const ShmCurve hot = hot_message();
+  ShmCurve cold = hot;
+  cold.cold_pool = 64.0 * 1048576.0;
+  cold.points = {{1048576.0, ms(1.8)}};
+  cold.cpu = {{1048576.0, ms(1.6)}};
+  ShmCurve short_burst = hot;
+  short_burst.after_compute = 0.004;
+  short_burst.points = {{1048576.0, ms(2.2)}, {4194304.0, ms(8.8)}};
+  short_burst.cpu = {{1048576.0, ms(2.0)}, {4194304.0, ms(8.0)}};
+  ShmCurve long_burst = short_burst;
+  long_burst.after_compute = 0.016;
+  long_burst.points = {{1048576.0, ms(3.2)}, {4194304.0, ms(12.8)}};
+  long_burst.cpu = {{1048576.0, ms(3.0)}, {4194304.0, ms(12.0)}};
+  const MpiShmModel m({hot, cold, short_burst, long_burst}, SimTime(), 1e9, 2);
+  EXPECT_DOUBLE_EQ(m.longest_after_compute(), 0.016);
+  const double mib = 1048576.0;
+  // Wholly after compute: the curve of its burst; between two bursts linearly in log(seconds)
+  // (8 ms: halfway); outside them the nearer one.
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.004)).work, ms(2.0));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.016)).work, ms(3.0));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.008)).work, ms(2.5));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.001)).work, ms(2.0));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 1.0)).work, ms(3.0));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 1.0)).latency, ms(0.2));
+  // Shares add up: half hot, a quarter cold, a quarter after 4 ms of compute.
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.25, 0.25, 0.004)).work, ms(0.4 + 0.4 + 0.5));
+  // The after-compute curves never serve as hot or cold ones.
+  EXPECT_EQ(m.p2p(mib).work, ms(0.8));
+  EXPECT_EQ(m.p2p(mib, false, 1.0).work, ms(1.6));
+  // Below their smallest size, and without them, after-compute buffers count as cold.
+  EXPECT_EQ(m.p2p(8.0, false, Warmth(0.0, 1.0, 0.004)).work, m.p2p(8.0).work);
+  const MpiShmModel no_after({hot, cold}, SimTime(), 1e9, 2);
+  EXPECT_DOUBLE_EQ(no_after.longest_after_compute(), 0.0);
+  EXPECT_EQ(no_after.p2p(mib, false, Warmth(0.0, 1.0, 0.004)).work, ms(1.6));
+  EXPECT_EQ(no_after.p2p(mib, false, Warmth(0.5, 0.5, 0.004)).work, ms(1.6));
+}
+
+TEST(MpiShm, BroadcastRolesAfterCompute) {
+  ShmCurve hot;
+  hot.op = ShmOp::broadcast;
+  hot.ranks = 2;
+  hot.points = {{8.0, ms(0.01)}, {1048576.0, ms(4.0)}};
+  hot.cpu = {{8.0, ms(0.005)}, {1048576.0, ms(2.0)}};
+  hot.root_cpu = {{8.0, ms(0.005)}, {1048576.0, ms(1.0)}};
+  hot.member_cpu = {{8.0, ms(0.005)}, {1048576.0, ms(2.0)}};
+  ShmCurve after = hot;
+  after.after_compute = 0.004;
+  after.points = {{1048576.0, ms(6.0)}};
+  after.cpu = {{1048576.0, ms(3.0)}};
+  after.root_cpu = {{1048576.0, ms(1.5)}};
+  after.member_cpu = {{1048576.0, ms(3.0)}};
+  const MpiShmModel m({hot, after}, SimTime(), 1e9, 2);
+  const auto h = m.broadcast_roles(1048576.0, 2);
+  const auto a = m.broadcast_roles(1048576.0, 2, false, Warmth(0.0, 1.0, 0.004));
+  ASSERT_TRUE(h && a);
+  EXPECT_EQ(h->member_work, ms(2.0));
+  EXPECT_EQ(a->member_work, ms(3.0));
+  EXPECT_EQ(a->root_work, ms(1.5));
+  EXPECT_EQ(a->latency, ms(3.0));  // 6 - max(1.5 + 0, 3) on two cores, one member each
+  const auto half = m.broadcast_roles(1048576.0, 2, false, Warmth(0.0, 0.5, 0.004));
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->member_work, ms(2.5));
 }
 
 TEST(MpiShm, ColdFractionIsTheReuseDistanceOverThePool) {
