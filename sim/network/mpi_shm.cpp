@@ -233,9 +233,15 @@ MpiShmModel::AfterPair MpiShmModel::find_after_compute(const ShmCurve& hot, doub
     if (c.after_compute >= seconds && (p.hi == nullptr || c.after_compute < p.hi->after_compute))
       p.hi = &c;
   }
-  if (p.lo == nullptr) p.lo = p.hi;  // less compute than any burst: the shortest
-  if (p.hi == nullptr) p.hi = p.lo;  // more than any: the longest
-  if (p.lo != nullptr && p.hi != p.lo) {
+  if (p.hi == nullptr) p.hi = p.lo;  // more compute than any burst: the longest
+  if (p.hi == nullptr) return p;
+  if (p.lo == nullptr) {
+    // Less compute than any burst: from the hot curve (no compute) to the shortest burst's,
+    // linearly in the seconds.
+    p.from_hot = true;
+    p.lo = p.hi;
+    p.w = std::clamp(seconds / p.hi->after_compute, 0.0, 1.0);
+  } else if (p.hi != p.lo) {
     p.w = std::log(seconds / p.lo->after_compute) /
           std::log(p.hi->after_compute / p.lo->after_compute);
   }
@@ -258,7 +264,8 @@ ShmCost MpiShmModel::blended(const ShmCurve& hot, double bytes, int per_core, Wa
   const ShmCost k = cold > 0.0 ? split(*c, bytes, per_core) : h;
   ShmCost f = h;
   if (after > 0.0) {
-    const ShmCost lo = split(*a.lo, bytes, per_core), hi = split(*a.hi, bytes, per_core);
+    const ShmCost lo = a.from_hot ? h : split(*a.lo, bytes, per_core);
+    const ShmCost hi = split(*a.hi, bytes, per_core);
     f.latency = toward(lo.latency, hi.latency, a.w);
     f.work = toward(lo.work, hi.work, a.w);
   }
@@ -336,7 +343,7 @@ std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ran
   const BroadcastRoles k = cold > 0.0 ? at(*c) : h;
   BroadcastRoles f = h;
   if (after > 0.0) {
-    const BroadcastRoles lo = at(*a.lo), hi = at(*a.hi);
+    const BroadcastRoles lo = a.from_hot ? h : at(*a.lo), hi = at(*a.hi);
     f = {toward(lo.latency, hi.latency, a.w), toward(lo.member_work, hi.member_work, a.w),
          toward(lo.root_work, hi.root_work, a.w)};
   }

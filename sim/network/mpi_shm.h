@@ -43,17 +43,18 @@
 /// received (hot). Below the cold curve's smallest size, and without cold curves, the hot curve.
 /// Where the profile has curves measured after compute (profile after_compute: the hot buffers,
 /// the block's GEMMs on every member's core between calls), a buffer whose rank's core computed
-/// since its last use (in a run all but those an op has just produced or a transfer has just moved)
-/// is not placed by its reuse distance but as after compute: the transfer's cost lies its
-/// `after` share of buffers towards the after-compute curves and its `cold` share towards the
-/// cold one. Calibration measures after one layer's GEMMs and after the whole block's; between
-/// the two the figure follows the compute since the buffers' last use (Warmth::after_seconds),
-/// linearly in its logarithm, and past them it stays at the nearer one. A core's compute leaves
+/// since its last use (in a run all but those an op of its core has just produced or read) is
+/// not placed by its reuse distance but as after compute: the transfer's cost lies its `after`
+/// share of buffers towards the after-compute curves and its `cold` share towards the cold one.
+/// Calibration measures after one layer's GEMMs and after the whole block's; between the two
+/// the figure follows the compute since the buffers' last use (Warmth::after_seconds), linearly
+/// in its logarithm; below the shorter burst it runs from the hot figure (no compute) to that
+/// burst's linearly in the seconds, and past the longer it stays there. A core's compute leaves
 /// a transfer's buffers as cold as a rotation past the caches or colder, whatever the bytes
-/// between, and the more so the longer it computed (session 27,
-/// docs/validate-host.md: a 3 MiB all-gather on 2 ranks cost 145-173 us of CPU back to back,
-/// 378-417 rotated over a 64 MiB pool, 436-452 with GEMMs between calls on the same buffers;
-/// FSDP's took 370-400 us in its runs where the reuse-distance blend charged 250-267).
+/// between, and the more so the longer it computed (session 27, docs/validate-host.md: a 3 MiB
+/// all-gather on 2 ranks cost 145-173 us of CPU back to back, 378-417 rotated over a 64 MiB
+/// pool, 436-452 with GEMMs between calls on the same buffers; FSDP's took 283-390 us in its
+/// runs where the reuse-distance blend charged 250-267).
 ///
 /// T and C come from measured curves (`tawexec calibrate --backend host`, profile `communication`
 /// entries with scope shared_memory; members that all share one core prefer a curve of their rank
@@ -204,12 +205,14 @@ class MpiShmModel {
   const ShmCurve* find_cold(const ShmCurve& hot) const;
   /// The curves measured after compute like `hot` that reach down to `bytes` (and have CPU
   /// times if `hot` has, root and member CPU times if `roles`) bracketing `seconds` of compute:
-  /// (lower, upper, the upper's weight), the same curve twice outside their range; null
-  /// without any.
+  /// (lower, upper, the upper's weight); past the longest burst that curve twice; below the
+  /// shortest, `from_hot`: from `hot` itself (no compute) to the shortest, linearly in the
+  /// seconds. Null without any.
   struct AfterPair {
     const ShmCurve* lo = nullptr;
     const ShmCurve* hi = nullptr;
     double w = 0.0;
+    bool from_hot = false;
   };
   AfterPair find_after_compute(const ShmCurve& hot, double bytes, double seconds, bool roles) const;
   /// `hot`'s cost at `bytes` moved the warmth's cold share towards its cold curve's and its

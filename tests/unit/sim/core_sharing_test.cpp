@@ -374,12 +374,13 @@ TEST(MpiShm, AfterComputeSharesFollowTheCurvesMeasuredAfterCompute) {
   EXPECT_DOUBLE_EQ(m.longest_after_compute(), 0.016);
   const double mib = 1048576.0;
   // Wholly after compute: the curve of its burst; between two bursts linearly in log(seconds)
-  // (8 ms: halfway); outside them the nearer one.
+  // (8 ms: halfway); past the longest that one; below the shortest from the hot figure, linearly
+  // in the seconds (1 ms: a quarter of the way to 2.0 ms).
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.004)).work, ms(2.0));
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.016)).work, ms(3.0));
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.008)).work, ms(2.5));
-  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.001)).work, ms(2.0));
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 1.0)).work, ms(3.0));
+  EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 0.001)).work, ms(0.8 + 0.25 * 1.2));
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.0, 1.0, 1.0)).latency, ms(0.2));
   // Shares add up: half hot, a quarter cold, a quarter after 4 ms of compute.
   EXPECT_EQ(m.p2p(mib, false, Warmth(0.25, 0.25, 0.004)).work, ms(0.4 + 0.4 + 0.5));

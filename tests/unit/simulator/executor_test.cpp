@@ -903,7 +903,7 @@ TEST(Executor, HostAllocZeroesWhatItsFirstUseReads) {
 // The time of a 4 MiB message from rank 1 to rank 0 of localhost-cpu with the hot sendrecv curve
 // (1 ms at 4 MiB) and `extra` curves: rank 0 writes its receive buffer just before; rank 1 writes
 // its send buffer, then, with `op_between`, runs one more compute op on another buffer (reading
-// and writing 1 GB of it with `streaming`, else a tiny GEMM).
+// and writing 1 GB of it with `streaming`, else a GEMM of 10^12 flops: seconds of compute).
 SimTime host_send_time(bool op_between, bool streaming,
                        const std::vector<profile::CommMeasurement>& extra) {
   const topo::Topology t = testing::shipped("localhost-cpu");
@@ -917,11 +917,12 @@ SimTime host_send_time(bool op_between, bool streaming,
   ir::Cost streams = testing::gemm_cost(1e6);
   streams.bytes[static_cast<std::size_t>(ir::OpClass::elementwise)] = 1e9;
   const ir::CostId big = b.cost(streams);
+  const ir::CostId long_gemm = b.cost(testing::gemm_cost(1e12));
   b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, flops_only, {}, {r});
   b.recv(0, 0, 1, pair, Bytes(kMsg), r);
   b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, flops_only, {}, {w});
   if (op_between)
-    b.compute(1, 0, ir::ComputeKind::forward, 1, 2, 0, streaming ? big : flops_only, {}, {other});
+    b.compute(1, 0, ir::ComputeKind::forward, 1, 2, 0, streaming ? big : long_gemm, {}, {other});
   b.send(1, 0, 0, pair, Bytes(kMsg), w);
   const ir::Program p = std::move(b).finish();
   profile::Profile prof = one_rank_per_core(SimTime());
@@ -960,8 +961,8 @@ TEST(Executor, HostMessageAfterALargeOpTakesTheColdCurve) {
 // With curves measured after compute (profile after_compute), a message whose buffers' core
 // computed since their last use takes them, by the compute since (sim/network/mpi_shm.h): the
 // receive buffer, written by its rank's last compute op, is hot; the send buffer, written before
-// another compute op of its rank, is after compute, however few bytes that op moved. Without
-// the curves, the reuse distance.
+// another compute op of its rank (longer than the curve's burst), is after compute, however few
+// bytes that op moved. Without the curves, the reuse distance.
 TEST(Executor, HostMessageAfterComputeTakesTheAfterComputeCurve) {
   profile::CommMeasurement after{profile::CommOp::sendrecv,
                                  profile::CommScope::shared_memory,
