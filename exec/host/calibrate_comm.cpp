@@ -392,7 +392,7 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(
         Timing t;
         if (member) {
           double burst = 0.0;
-          auto measured = time_at(bytes, v, burst);
+          auto measured = time_at(bytes, burst);
           if (!measured.ok()) return measured.error();
           t = *measured;
           bursts.push_back(burst);
@@ -423,7 +423,7 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(
       if (n == 2) {
         TAWPIPE_TRY(measure(
             profile::CommOp::sendrecv,
-            [&](std::uint64_t b, Variant, double& s) {
+            [&](std::uint64_t b, double& s) {
               return time_sendrecv(b, sub, budget, wake_cpu, cold, burst, s);
             },
             v));
@@ -431,7 +431,7 @@ Expected<std::vector<profile::CommMeasurement>> measure_communication(
       for (const auto& [op, kind] : ops) {
         TAWPIPE_TRY(measure(
             op,
-            [&, k = kind](std::uint64_t b, Variant, double& s) {
+            [&, k = kind](std::uint64_t b, double& s) {
               return time_collective(k, std::max<std::uint64_t>(b, 4096), sub, budget, wake_cpu,
                                      cold, burst, s);
             },

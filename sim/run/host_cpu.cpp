@@ -14,10 +14,8 @@
 // host.wakeup_cost, measured by calibration; host.wakeup_cost_shared for the part of the wait
 // while another rank of the core had compute work too).
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <span>
-#include <vector>
 
 #include "common/host_wait.h"
 #include "common/ir/zeroing.h"
@@ -171,16 +169,17 @@ void Executor::note_touch(std::size_t g) {
   }
   double& touched = host_touched_[static_cast<std::size_t>(host_of_rank_[r])];
   touched += moved;
-  for (const ir::BufferId b : touched_buffers(program_.ranks[r], op))
+  // With after-compute curves, the rank's core's compute so far: each compute op's core time
+  // (what the calibration's bursts are measured in, on every member's core).
+  double* computed = core_computed_.empty()
+                         ? nullptr
+                         : &core_computed_[static_cast<std::size_t>(core_of_rank_global_[r])];
+  if (computed != nullptr && op.kind == ir::OpKind::compute && g < res_.op_cpu.size())
+    *computed += res_.op_cpu[g].seconds();
+  for (const ir::BufferId b : touched_buffers(program_.ranks[r], op)) {
     last_touch_[buffer_offset_[r] + idx(b)] = touched;
-  if (core_computed_.empty()) return;
-  // The rank's core's compute so far: each compute op's core time (what the calibration's
-  // bursts are measured in, on every member's core).
-  double& computed = core_computed_[static_cast<std::size_t>(core_of_rank_global_[r])];
-  if (op.kind == ir::OpKind::compute && g < res_.op_cpu.size())
-    computed += res_.op_cpu[g].seconds();
-  for (const ir::BufferId b : touched_buffers(program_.ranks[r], op))
-    last_compute_[buffer_offset_[r] + idx(b)] = computed;
+    if (computed != nullptr) last_compute_[buffer_offset_[r] + idx(b)] = *computed;
+  }
 }
 
 double Executor::computed_on_core_of(std::size_t r) const {
@@ -194,21 +193,35 @@ bool Executor::after_compute(std::size_t r, ir::BufferId b) const {
 
 namespace {
 
-/// The mean of warmths `ws` (each weighing as much): shares averaged, the after-compute seconds'
-/// geometric mean weighted by the after shares.
-Warmth mean_warmth(std::span<const Warmth> ws) {
-  Warmth m;
-  double logs = 0.0;
-  for (const Warmth& w : ws) {
-    m.cold += w.cold;
-    m.after += w.after;
-    if (w.after > 0.0) logs += w.after * std::log(w.after_seconds);
+/// The mean of warmths (each weighing as much): shares averaged, the after-compute seconds'
+/// geometric mean weighted by the after shares. Accumulates without allocating (per transfer).
+class WarmthMean {
+ public:
+  void add(const Warmth& w) {
+    sum_.cold += w.cold;
+    sum_.after += w.after;
+    if (w.after > 0.0) logs_ += w.after * std::log(w.after_seconds);
+    ++n_;
   }
-  if (m.after > 0.0) m.after_seconds = std::exp(logs / m.after);
-  const auto n = static_cast<double>(std::max<std::size_t>(ws.size(), 1));
-  m.cold /= n;
-  m.after /= n;
-  return m;
+  Warmth mean() const {
+    Warmth m = sum_;
+    if (m.after > 0.0) m.after_seconds = std::exp(logs_ / m.after);
+    const double n = std::max(n_, 1.0);
+    m.cold /= n;
+    m.after /= n;
+    return m;
+  }
+
+ private:
+  Warmth sum_;
+  double logs_ = 0.0, n_ = 0.0;
+};
+
+Warmth mean_warmth(const Warmth& a, const Warmth& b) {
+  WarmthMean m;
+  m.add(a);
+  m.add(b);
+  return m.mean();
 }
 
 }  // namespace
@@ -239,11 +252,10 @@ Warmth Executor::warmth(std::size_t g) const {
 
 Warmth Executor::instance_warmth(const Instance& in) const {
   const std::size_t n = program_.communicators[idx(in.comm)].members.size();
-  std::vector<Warmth> ws;
-  ws.reserve(n);
+  WarmthMean m;
   for (std::size_t k = 0; k < n; ++k)
-    ws.push_back(warmth(idx(inst_ops_[in.ops_offset + k])));
-  return mean_warmth(ws);
+    m.add(warmth(idx(inst_ops_[in.ops_offset + k])));
+  return m.mean();
 }
 
 double Executor::cold_share(std::size_t g) const {
@@ -415,7 +427,7 @@ void Executor::start_p2p_shm(std::size_t send_g) {
   const int core = core_of_rank(rt_[idx(op.link)].rank);  // the receiver copies (CMA)
   // The copy reads the sender's buffer and writes the receiver's: their mean cold share.
   const ShmCost cost = shm_->p2p(static_cast<double>(op.bytes), core_of_rank(op.rank) == core,
-                                 mean_warmth(std::array{warmth(send_g), warmth(idx(op.link))}));
+                                 mean_warmth(warmth(send_g), warmth(idx(op.link))));
   const SimTime delay = cost.latency + op_overhead_;
   charge_op_cpu(idx(op.link), cost.work);  // the receiver's thread copies
   cores_->start(std::span<const int>(&core, 1), delay,
@@ -506,7 +518,7 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
   // Between the root's buffer and this member's: their mean cold share.
   const std::size_t root_g = idx(inst_ops_[in.ops_offset + idx(in.root_member)]);
   const std::size_t member_g = idx(inst_ops_[in.ops_offset + pos]);
-  const Warmth warm = mean_warmth(std::array{warmth(root_g), warmth(member_g)});
+  const Warmth warm = mean_warmth(warmth(root_g), warmth(member_g));
   ShmCost cost;
   int core = 0;
   if (in.member_start == kStartBroadcastLinear) {
