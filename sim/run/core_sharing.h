@@ -46,7 +46,9 @@
 /// running compute thread (whose v stops meanwhile), and while n_c >= 1 of them run on a core
 /// each progresses at 1 / n_c. Not modelled: the tick (the kernel notices a request's end at the
 /// next tick, <= 4 ms at HZ=250, not at once), weights other than equal, and the interpreter
-/// threads. With a zero slice every job is shared as above (pure processor sharing).
+/// threads as threads (their fills are sliced jobs, their and the stream threads' hand-off
+/// wake-ups background work, sim/run/host_cpu.cpp). With a zero slice every job is shared as
+/// above (pure processor sharing).
 /// Cost: a request end is an event only while another thread is queued on the core; the request
 /// ends of a thread alone there pick it again and change only its v and d, so they are replayed
 /// (the same arithmetic at the same instants, settle()) when the core is next touched: a

@@ -18,6 +18,9 @@ void Executor::on_event(const Event& e) {
 }
 
 void Executor::post_unit(std::int32_t unit) {
+  if (!thread_idle_since_.empty() && runs_on_thread(unit))  // its thread slept since then
+    charge_handoff_wakeup(rt_[unit_ops_[units_[idx(unit)].first_op]].rank,
+                          engine_.now() - thread_idle_since_[idx(unit)]);
   const std::uint32_t end = units_[idx(unit) + 1].first_op;
   for (std::uint32_t i = units_[idx(unit)].first_op; i < end; ++i)
     start_op(unit_ops_[i]);
@@ -103,6 +106,21 @@ void Executor::complete_op(std::size_t g) {
   const std::int32_t u = op.unit;
   UnitLink& unit = unit_links_[idx(u)];
   if (--unit.pending == 0) {
+    if (!thread_idle_since_.empty()) {  // CPU topologies: the hand-offs' wake-ups
+      const bool thread = runs_on_thread(u);
+      if (unit.next != kNoUnit)
+        thread_idle_since_[idx(unit.next)] = thread ? engine_.now() : thread_idle_since_[idx(u)];
+      // The interpreter wakes for a completion unless it is awake: another completion at this
+      // instant, or a fill it runs (its sleep starts when the fill ends).
+      SimTime& woke = interpreter_woke_[idx(r)];
+      if (!thread && !zero_bytes_.empty() && zero_bytes_[g] > 0 && op.kind == ir::OpKind::alloc) {
+        --interpreter_filling_[idx(r)];
+        woke = engine_.now();
+      } else if (thread && woke != engine_.now() && interpreter_filling_[idx(r)] == 0) {
+        charge_handoff_wakeup(r, engine_.now() - woke);
+        woke = engine_.now();
+      }
+    }
     if (unit.next != kNoUnit) release(unit.next);
     for (std::uint32_t i = comm_next_offset_[idx(u)]; i < comm_next_offset_[idx(u) + 1]; ++i)
       release(comm_next_[i]);

@@ -461,6 +461,22 @@ class Executor {
   /// CPU topologies: by unit, when its last op completed (its wait's schedule restarts there);
   /// sized by prepare().
   std::vector<SimTime> unit_last_done_;
+  /// CPU topologies with wake-up figures: the hand-offs' wake-ups (host_cpu.cpp
+  /// charge_handoff_wakeup). By unit, since when its stream's thread had nothing to run (the
+  /// completion of the stream's last unit a thread ran, alloc and free running on the
+  /// interpreter); by rank, when its interpreter last woke for a completion. Sized by prepare().
+  std::vector<SimTime> thread_idle_since_;
+  std::vector<SimTime> interpreter_woke_;
+  /// By rank: allocs whose fill its interpreter is running (it is awake meanwhile).
+  std::vector<std::int32_t> interpreter_filling_;
+  /// Whether unit `u` runs on its stream's thread (not alloc/free, which the interpreter runs).
+  bool runs_on_thread(std::int32_t u) const;
+  /// The wake-up figure (lone, shared) after a sleep of `sleep_ns`: wakeup_cost up to the short
+  /// waits' longest sleep, wakeup_cost_long from the long waits' longest, log-linear between.
+  std::pair<double, double> wakeup_figures_ps(std::int64_t sleep_ns) const;
+  /// Charges rank `r`'s core one wake-up of a thread that slept `slept` on a queue or condition
+  /// variable: a stream thread handed a unit, or the interpreter woken by a completion.
+  void charge_handoff_wakeup(ir::Rank r, SimTime slept);
   bool contention_model_ = false;  ///< GPU topologies, unless --sm-contention overrides it
   std::vector<double> rank_sms_;   ///< SM count of each rank's GPU (0: no contention)
   std::vector<double> rank_hbm_;   ///< HBM bandwidth of each rank's GPU, bytes/s

@@ -12,7 +12,9 @@
 // waits, exec/host/doorbell.h) and every wake-up costs its core's compute thread progress: when a
 // transfer ends, the wake-ups of each rank's wait are charged to that rank's core as work (profile
 // host.wakeup_cost, measured by calibration; host.wakeup_cost_shared for the part of the wait
-// while another rank of the core had compute work too).
+// while another rank of the core had compute work too). So does each hand-off: the interpreter
+// wakes for a completion, a stream thread for a unit handed to it after it went idle
+// (charge_handoff_wakeup).
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -283,6 +285,7 @@ void Executor::start_zeroing(std::size_t g) {
       std::ceil(static_cast<double>(zero_bytes_[g]) / zero_bytes_per_second_ * 1e12)));
   // Never a stream's thread: streams are 8-bit ids.
   const std::uint64_t interpreter = (static_cast<std::uint64_t>(r) << 20 | 0xfffffu) + 1;
+  if (!interpreter_filling_.empty()) ++interpreter_filling_[idx(r)];
   cores_->start_sliced(core, on_core(core, engine_.now(), work), interpreter, g,
                        /*short_wake=*/true);
 }
@@ -310,15 +313,9 @@ void Executor::charge_wakeups(std::size_t g) {
   const auto ps = [](SimTime t) { return static_cast<double>(t.picoseconds()); };
   double cost_ps = 0.0, shared_ps = 0.0;
   auto each = [&](std::int64_t sleep_ns, double count) {
-    double f = 0.0;
-    if (sleep_ns > host_wait::kMaxSleepNs)
-      f = std::min(1.0, std::log(static_cast<double>(sleep_ns) /
-                                 static_cast<double>(host_wait::kMaxSleepNs)) /
-                            std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
-                                     static_cast<double>(host_wait::kMaxSleepNs)));
-    cost_ps += count * (ps(wakeup_cost_) + f * (ps(wakeup_cost_long_) - ps(wakeup_cost_)));
-    shared_ps += count * (ps(wakeup_cost_shared_) +
-                          f * (ps(wakeup_cost_long_shared_) - ps(wakeup_cost_shared_)));
+    const auto [lone, shared] = wakeup_figures_ps(sleep_ns);
+    cost_ps += count * lone;
+    shared_ps += count * shared;
   };
   if (rings_doorbell(unit)) {
     // The sleeps end at the bells: the last one when the op can complete, and, in a direct
@@ -357,6 +354,49 @@ void Executor::charge_wakeups(std::size_t g) {
   const auto work = SimTime::ps(static_cast<std::int64_t>(work_ps));
   if (work <= SimTime()) return;
   charge_op_cpu(g, work);
+  cores_->add_background(core, on_core(core, engine_.now(), work), kBackgroundToken);
+}
+
+std::pair<double, double> Executor::wakeup_figures_ps(std::int64_t sleep_ns) const {
+  const auto ps = [](SimTime t) { return static_cast<double>(t.picoseconds()); };
+  double f = 0.0;
+  if (sleep_ns > host_wait::kMaxSleepNs)
+    f = std::min(
+        1.0, std::log(static_cast<double>(sleep_ns) / static_cast<double>(host_wait::kMaxSleepNs)) /
+                 std::log(static_cast<double>(host_wait::kLongWaitMaxSleepNs) /
+                          static_cast<double>(host_wait::kMaxSleepNs)));
+  return {ps(wakeup_cost_) + f * (ps(wakeup_cost_long_) - ps(wakeup_cost_)),
+          ps(wakeup_cost_shared_) + f * (ps(wakeup_cost_long_shared_) - ps(wakeup_cost_shared_))};
+}
+
+bool Executor::runs_on_thread(std::int32_t u) const {
+  const ir::OpKind k = rt_[unit_ops_[units_[idx(u)].first_op]].kind;
+  return k != ir::OpKind::alloc && k != ir::OpKind::free;
+}
+
+void Executor::charge_handoff_wakeup(ir::Rank r, SimTime slept) {
+  // Besides a wait's own wake-ups (charge_wakeups), every thread of the backend sleeps when it
+  // has nothing to do and wakes when work arrives: a stream thread on its queue when the
+  // interpreter hands it a unit (exec/host/host_backend.cpp issue), the interpreter on its
+  // condition variable when a unit completes (HostBackend::wait). Each such wake-up costs the
+  // core what calibration measures for a sleeping thread's wake-up beside the block's GEMMs
+  // (host.wakeup_cost by sleep length, the shared figure for the part of the sleep while another
+  // rank of the core computed), as the core's background work, which an idle core absorbs: a
+  // wake-up on an idle core delays only what starts there before it is done (the interpreter's
+  // own wake-up precedes the ops it then issues). Measured on localhost-cpu
+  // (session 27's declared test, 12 rounds, per rank and step): the threads' CPU time beyond the
+  // model's work rose with the backend's voluntary context switches that are not wait wake-ups
+  // at ~23 us each (FSDP 303 such switches, the other methods 57-59), the calibrated
+  // wakeup_cost 23-24 us (docs/validate-host.md, session 28).
+  if (slept <= SimTime()) return;
+  const int core = core_of_rank(r);
+  const auto [lone, shared] = wakeup_figures_ps(slept.picoseconds() / 1000);
+  const double share = std::min(
+      1.0,
+      static_cast<double>(cores_->contended_between(core, engine_.now() - slept).picoseconds()) /
+          static_cast<double>(slept.picoseconds()));
+  const auto work = SimTime::ps(static_cast<std::int64_t>(lone * (1.0 - share) + shared * share));
+  if (work <= SimTime()) return;
   cores_->add_background(core, on_core(core, engine_.now(), work), kBackgroundToken);
 }
 

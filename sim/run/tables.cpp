@@ -335,6 +335,11 @@ Status Executor::prepare() {
   }
   TAWPIPE_TRY(build_units());
   if (shm_) unit_last_done_.assign(units_.size(), SimTime());  // charge_wakeups
+  if (shm_ && (wakeup_cost_ > SimTime() || wakeup_cost_shared_ > SimTime())) {
+    thread_idle_since_.assign(units_.size(), SimTime());  // charge_handoff_wakeup
+    interpreter_woke_.assign(active_ranks_, SimTime());
+    interpreter_filling_.assign(active_ranks_, 0);
+  }
   if (cores_) {
     plan_zeroing();
     plan_warmth();

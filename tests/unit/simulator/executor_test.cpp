@@ -501,8 +501,9 @@ TEST(Executor, HostCollectiveCopiesOnTheReceivingCores) {
 // stream; rank 0 computes W0 < W1, then sends 4 bytes. The receive waits about W0 on its
 // doorbell (exec/host/doorbell.h: a wake-up per timeout, then the bell), and its
 // wake-ups n = doorbell_wakeups(wait) are charged to rank 1's core when it ends, while rank 1
-// still computes: its compute op ends n x cost later than alone (processor sharing conserves
-// the core's work). Without the figures in the profile nothing is charged.
+// still computes, and so is the interpreter's wake-up for the receive's completion
+// (charge_handoff_wakeup): its compute op ends (n + 1) x cost later than alone (processor
+// sharing conserves the core's work). Without the figures in the profile nothing is charged.
 TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   const topo::Topology t = testing::shipped("localhost-cpu");
   ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
@@ -533,7 +534,7 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
   const report::OpRecord mine = op(*r, 1, ir::OpKind::compute);
   const report::OpRecord base = op(*alone, 1, ir::OpKind::compute);
   EXPECT_NEAR(static_cast<double>((mine.end - mine.start).picoseconds()),
-              static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
+              static_cast<double>((base.end - base.start).picoseconds()) + (n + 1) * 50e6, 2.0);
   EXPECT_EQ(op(*r, 0, ir::OpKind::compute).end, op(*alone, 0, ir::OpKind::compute).end);
   // A measured long-wait cost of 0 is a figure, not an absence (which would charge every sleep
   // the short figure, as above): the doorbell's 200 ms timeouts then cost nothing.
@@ -547,9 +548,12 @@ TEST(Executor, HostWaitWakeupsSlowTheComputeOfTheirCore) {
 // host.wakeup_cost_shared, measured with the core's other ranks computing). 2x2-cpu, ranks 0 and
 // 1 on core 0: rank 1 posts a receive from rank 2 (core 1) at once and computes W1 on its compute
 // stream, rank 0 computes W0 beside it (or nothing), rank 2 computes W2 < W0, W1, then sends. The
-// receive's n wake-ups are charged to core 0 when it ends, while both ranks there still compute:
-// core 0, busy throughout, finishes its work n x cost later (processor sharing conserves it), at
-// the shared cost when rank 0 computes and at the lone one when it does not.
+// receive's n wake-ups are charged to core 0 when it ends, while both ranks there still compute,
+// with rank 1's interpreter's wake-up for the receive's completion and, when rank 0 computes, rank
+// 0's interpreter's for its compute's (charge_handoff_wakeup; it ends before rank 1's, which the
+// wake-ups delay): core 0, busy throughout, finishes its work (n + 1 or 2) x cost later
+// (processor sharing conserves it), at the shared cost when rank 0 computes and at the lone one
+// when it does not.
 TEST(Executor, HostWakeupsWhileTheCoresOtherRankComputesCostTheSharedFigure) {
   const topo::Topology t = testing::shipped("2x2-cpu");
   auto program = [&](bool rank0_computes) {
@@ -594,11 +598,73 @@ TEST(Executor, HostWakeupsWhileTheCoresOtherRankComputesCostTheSharedFigure) {
     const auto [shared_figure, n2] = run(p, shared);
     EXPECT_GT(n, 5.0);
     EXPECT_EQ(n, n2);
-    EXPECT_NEAR(static_cast<double>((lone_figure - alone).picoseconds()), n * 50e6, 2.0)
+    const double interpreter = rank0_computes ? 2.0 : 1.0;
+    EXPECT_NEAR(static_cast<double>((lone_figure - alone).picoseconds()), (n + interpreter) * 50e6,
+                2.0)
         << rank0_computes;
     EXPECT_NEAR(static_cast<double>((shared_figure - alone).picoseconds()),
-                n * (rank0_computes ? 80e6 : 50e6), 2.0)
+                (n + interpreter) * (rank0_computes ? 80e6 : 50e6), 2.0)
         << rank0_computes;
+  }
+}
+
+// Besides a wait's own wake-ups, the backend's threads sleep when idle and wake when work
+// arrives (sim/run/host_cpu.cpp charge_handoff_wakeup): the interpreter for every completion of
+// a unit a stream thread ran, a stream thread when it is handed a unit after its last one had
+// completed. localhost-cpu, one rank per core, each wake-up at 50 us. Rank 1 computes X (4
+// GFLOP), then Y (64 GFLOP); beside them it receives A from rank 0 at once and then B, either
+// right after A (its thread never idles) or only once X is done (`after_x`: the thread slept
+// since A completed, one hand-off more). Rank 1's core pays the interpreter's wake-ups for A's,
+// X's and B's completions, B's hand-off when `after_x`, and the waits' n_A + n_B wake-ups, all
+// while X or Y runs: Y ends that many times 50 us later than without the figures.
+TEST(Executor, HostHandOffWakeupsCostTheirCore) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  auto program = [&](bool after_x) {
+    ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+    const ir::StreamId side = b.stream("side");
+    const ir::CommId pair = b.communicator("pair", {0, 1});
+    const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
+    const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
+    b.send(0, 0, 1, pair, Bytes(4), x);
+    b.send(0, 0, 1, pair, Bytes(4), x);
+    const ir::OpIndex op_x =
+        b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+    b.compute(1, 0, ir::ComputeKind::forward, 1, 2, 0, b.cost(testing::gemm_cost(64e9)), {}, {});
+    b.recv(1, side, 0, pair, Bytes(4), y);
+    if (after_x) {
+      b.recv(1, side, 0, pair, Bytes(4), y, std::span<const ir::OpIndex>(&op_x, 1));
+    } else {
+      b.recv(1, side, 0, pair, Bytes(4), y);
+    }
+    return std::move(b).finish();
+  };
+  for (const bool after_x : {false, true}) {
+    const ir::Program p = program(after_x);
+    SimOptions o;
+    o.record_ops = true;
+    auto alone = simulate(p, t, o);
+    o.profile = one_rank_per_core(SimTime::us(50));
+    auto r = simulate(p, t, o);
+    ASSERT_TRUE(alone.ok() && r.ok());
+    // Rank 1's ops in program order: X, Y, A, B.
+    std::vector<report::OpRecord> ops(4);
+    for (const report::OpRecord& rec : r->ops)
+      if (rec.rank == 1) ops[static_cast<std::size_t>(rec.op)] = rec;
+    const report::OpRecord& op_y = ops[1];
+    const report::OpRecord& a = ops[2];
+    const report::OpRecord& bb = ops[3];
+    ASSERT_LT(a.end, ops[0].end) << after_x;  // A completes while X runs
+    ASSERT_LT(bb.end, op_y.end) << after_x;   // B completes while Y runs
+    EXPECT_EQ(bb.start == ops[0].end, after_x);
+    const double waits = host_wait::doorbell_wakeups((a.end - a.start).picoseconds() / 1000) +
+                         host_wait::doorbell_wakeups((bb.end - bb.start).picoseconds() / 1000);
+    const double handoffs = after_x ? 4.0 : 3.0;
+    SimTime base_y;
+    for (const report::OpRecord& rec : alone->ops)
+      if (rec.rank == 1 && rec.op == 1) base_y = rec.end;
+    EXPECT_NEAR(static_cast<double>((op_y.end - base_y).picoseconds()), (waits + handoffs) * 50e6,
+                2.0)
+        << after_x;
   }
 }
 
@@ -642,8 +708,17 @@ TEST(Executor, HostDirectCollectiveWakesAtEveryLaterPost) {
   const report::OpRecord c = op(*r, 1, ir::OpKind::compute);
   const report::OpRecord base = op(*alone, 1, ir::OpKind::compute);
   ASSERT_GT(c.end, mine.end);  // the core was busy throughout the wait
+  // Besides the wait's n wake-ups, rank 1's interpreter wakes for the collective's completion
+  // (charge_handoff_wakeup). Rank 0's interpreter wakes for its compute's completion just as it
+  // posts, and that wake-up shares core 0 with the collective's copy, a job on both cores: the
+  // collective ends (and holds core 1) that much later (8 ns here).
+  const SimTime copy_later = mine.end - op(*alone, 1, ir::OpKind::collective).end;
+  EXPECT_GT(copy_later, SimTime());
+  EXPECT_LT(copy_later, SimTime::ns(100));
   EXPECT_NEAR(static_cast<double>((c.end - c.start).picoseconds()),
-              static_cast<double>((base.end - base.start).picoseconds()) + n * 50e6, 2.0);
+              static_cast<double>((base.end - base.start).picoseconds()) + (n + 1) * 50e6 +
+                  static_cast<double>(copy_later.picoseconds()),
+              2.0);
 }
 
 // A host profile of `cores` cores with `per_core` ranks each and one-point shared-memory curves
@@ -898,6 +973,69 @@ TEST(Executor, HostAllocZeroesWhatItsFirstUseReads) {
   EXPECT_EQ(after, SimTime::ms(1));
   EXPECT_EQ(compute_start(true, false).first, SimTime());
   EXPECT_EQ(compute_start(false, true).first, SimTime());
+}
+
+// The interpreter is awake while it fills an alloc's buffer (exec/host/host_backend.cpp issue), so
+// completions meanwhile cost no wake-up of it. localhost-cpu, rank 1: a GEMM Y on its compute
+// stream throughout; two 4-byte receives from rank 0, one after the other on a side stream, both
+// done within ~a microsecond; on a third stream an alloc of 10 MB that its first use (an
+// accumulate there) reads, so zeroed at 10 GB/s (1 ms) when `fill`. With wake-ups at 50 us, Y
+// ends later than with them at 0 by the receives' wait wake-ups n, the interpreter's wake-up for
+// the accumulate's completion and: with the fill, the accumulate's thread's hand-off (it waited
+// for the fill); without, the interpreter's wake-ups for the two receives' completions.
+TEST(Executor, HostInterpreterFillingDoesNotWakeForACompletion) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  auto y_later = [&](bool fill) {
+    ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+    const ir::StreamId side = b.stream("side");
+    const ir::StreamId third = b.stream("third");
+    const ir::CommId pair = b.communicator("pair", {0, 1});
+    const ir::BufferId x = b.buffer(0, "x", Bytes(4), ir::BufferRole::activation, true);
+    const ir::BufferId y = b.buffer(1, "y", Bytes(4), ir::BufferRole::activation, true);
+    const ir::BufferId g =
+        b.buffer(1, "g", Bytes(10'000'000), ir::BufferRole::gradient_staging, false);
+    const ir::BufferId acc = b.buffer(1, "acc", Bytes(10'000'000), ir::BufferRole::gradient, true);
+    b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(64e9)), {}, {});
+    for (int i = 0; i < 2; ++i) {
+      b.send(0, 0, 1, pair, Bytes(4), x);
+      b.recv(1, side, 0, pair, Bytes(4), y);
+    }
+    b.alloc(1, third, g);
+    b.compute(1, third, ir::ComputeKind::accumulate, 0, 1, 0, b.cost(testing::gemm_cost(1e6)), {g},
+              {acc});
+    const ir::Program p = std::move(b).finish();
+    auto y_end = [&](SimTime cost, double* waits) {
+      profile::Profile prof = one_rank_per_core(cost);
+      if (fill) prof.host->zero_bandwidth = Bandwidth::bytes_per_second(10e9);
+      SimOptions o;
+      o.record_ops = true;
+      o.profile = prof;
+      auto r = simulate(p, t, o);
+      EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().to_string());
+      SimTime end, last_recv;
+      double n = 0.0;
+      for (const report::OpRecord& rec : r->ops) {
+        if (rec.rank != 1) continue;
+        const ir::OpKind kind = p.ranks[1].ops[static_cast<std::size_t>(rec.op)].kind;
+        if (kind == ir::OpKind::compute && rec.op == 0) end = rec.end;
+        if (kind == ir::OpKind::recv) {
+          n += host_wait::doorbell_wakeups((rec.end - rec.start).picoseconds() / 1000);
+          last_recv = std::max(last_recv, rec.end);
+        }
+      }
+      EXPECT_LT(last_recv, SimTime::us(100));  // within the fill
+      if (waits != nullptr) *waits = n;
+      return end;
+    };
+    double waits = 0.0;
+    const SimTime with = y_end(SimTime::us(50), &waits);
+    return std::make_pair(static_cast<double>((with - y_end(SimTime(), nullptr)).picoseconds()),
+                          waits);
+  };
+  const auto [filling, n] = y_later(true);
+  EXPECT_NEAR(filling, (n + 2.0) * 50e6, 2.0);
+  const auto [idle, n2] = y_later(false);
+  EXPECT_NEAR(idle, (n2 + 3.0) * 50e6, 2.0);
 }
 
 // The time of a 4 MiB message from rank 1 to rank 0 of localhost-cpu with the hot sendrecv curve
