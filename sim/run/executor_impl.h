@@ -61,8 +61,9 @@ struct Instance {
   std::int32_t members = 0;
   /// CPU topologies: how the members' copies start (sim/run/host_cpu.cpp member_start_mode).
   std::uint8_t member_start = 0;
-  std::int32_t copies_done = 0;  ///< member copies ended (per-member starts)
-  CommLoad load;                 ///< per member GPU while the collective runs (contention model)
+  std::int32_t copies_done = 0;     ///< member copies ended (per-member starts)
+  std::int32_t copies_running = 0;  ///< member copies started and not ended (linear broadcast)
+  CommLoad load;                    ///< per member GPU while the collective runs (contention model)
 };
 
 /// Instance::member_start: not decided yet; the whole instance at its last member's post; the

@@ -812,6 +812,57 @@ TEST(Executor, HostLinearBroadcastCopiesAsMembersPost) {
   }
 }
 
+// A linear broadcast's member copy costs the 2-rank curve's member when no other member of the
+// instance copies, and for each other member copy running when it starts its share of the way to
+// the instance's own curve (calibration's members all copy at once; sim/run/host_cpu.cpp
+// start_member_copy). 2x2-cpu, rank 0 broadcasts 1 MiB to ranks 1 (its core), 2 and 3 (core 1);
+// rank 3 posts ~20 ms late. Curves: 4 ranks, member 2 ms; 2 ranks across cores, member 1 ms; 2
+// ranks on one core, member 0.5 ms. Rank 1 copies first (alone, the one-core figure, 0.5 ms), rank
+// 2 beside it (one of the two others: 1 + (2 - 1) / 2 = 1.5 ms), rank 3 alone (1 ms). Without the
+// 2-rank curves every member costs the 4-rank curve's 2 ms.
+TEST(Executor, HostBroadcastMemberCopyAloneCostsTheTwoRankFigure) {
+  const topo::Topology t = testing::shipped("2x2-cpu");
+  auto member_cpu = [&](bool two_rank_curves) {
+    profile::Profile prof;
+    prof.host = profile::HostProfile{};
+    prof.host->cores_per_host = 2;
+    prof.host->ranks_per_core = 2;
+    auto curve = [&](int ranks, profile::CommScope scope, double member_ms) {
+      profile::CommMeasurement m;
+      m.op = profile::CommOp::broadcast;
+      m.scope = scope;
+      m.ranks = ranks;
+      profile::CommPoint pt;
+      pt.size = Bytes::mib(1);
+      pt.time = SimTime::ms(6);
+      pt.cpu = SimTime::ps(testing::ceil_ps(member_ms * 1e-3));
+      pt.root_cpu = SimTime::ms(1);
+      pt.member_cpu = pt.cpu;
+      m.points.push_back(pt);
+      prof.communication.push_back(m);
+    };
+    curve(4, profile::CommScope::shared_memory, 2.0);
+    if (two_rank_curves) {
+      curve(2, profile::CommScope::shared_memory, 1.0);
+      curve(2, profile::CommScope::shared_core, 0.5);
+    }
+    const auto ops = rooted_with_a_late_member(t, 4, ir::CollectiveKind::broadcast, prof);
+    std::vector<double> out;
+    for (const report::OpRecord& rec : ops)
+      out.push_back(rec.cpu.value_or(SimTime()).seconds() * 1e3);
+    return out;
+  };
+  const std::vector<double> with = member_cpu(true);
+  ASSERT_EQ(with.size(), 4u);
+  EXPECT_NEAR(with[1], 0.5, 1e-9);
+  EXPECT_NEAR(with[2], 1.5, 1e-9);
+  EXPECT_NEAR(with[3], 1.0, 1e-9);
+  const std::vector<double> without = member_cpu(false);
+  ASSERT_EQ(without.size(), 4u);
+  for (std::size_t r = 1; r < 4; ++r)
+    EXPECT_NEAR(without[r], 2.0, 1e-9) << r;
+}
+
 // A broadcast's root spends CPU time on its own core while the members copy (profile root_cpu,
 // sim/run/host_cpu.cpp charge_broadcast_root). 2x2-cpu: rank 0 broadcasts 1 MiB to rank 2 (core
 // 1) while rank 1 computes ~20 ms on rank 0's core 0. The 2-rank curve: 3 ms, the root's thread 2
