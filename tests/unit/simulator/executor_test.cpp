@@ -863,6 +863,56 @@ TEST(Executor, HostBroadcastMemberCopyAloneCostsTheTwoRankFigure) {
     EXPECT_NEAR(without[r], 2.0, 1e-9) << r;
 }
 
+// A waiting thread sleeps only between its tests, and the test that copies a broadcast member's
+// message runs as long as the copy: the timer-driven sleeps (host_wait::for_each_sleep) fill the
+// wait less the op's charged work (sim/run/host_cpu.cpp charge_wakeups). localhost-cpu: rank 1
+// posts a 2-rank broadcast from rank 0 on a side stream at once and computes ~0.7 s beside it;
+// rank 0 computes ~330 ms first. The curve: 8 ms, the member's copy 6 ms. Rank 1's core pays the
+// wait's n wake-ups, n those of its length less 6 ms, and its interpreter's wake-up for the
+// completion, 50 us each.
+TEST(Executor, HostTimerWaitSleepsOnlyOutsideItsCopy) {
+  const topo::Topology t = testing::shipped("localhost-cpu");
+  ir::ProgramBuilder b(testing::header_for(t, 2, "fp32"), 2);
+  const ir::StreamId side = b.stream("side");
+  const ir::CommId pair = b.communicator("pair", {0, 1});
+  b.compute(0, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(4e9)), {}, {});
+  for (ir::Rank r : {0, 1}) {
+    const ir::BufferId buf = b.buffer(r, "buf", Bytes::mib(1), ir::BufferRole::weights, true);
+    b.collective(r, r == 0 ? 0 : side, ir::CollectiveKind::broadcast, pair, 0, Bytes::mib(1), buf,
+                 buf);
+  }
+  b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(8e9)), {}, {});
+  const ir::Program p = std::move(b).finish();
+  profile::Profile prof = one_rank_per_core(SimTime::us(50));
+  profile::CommMeasurement m;
+  m.op = profile::CommOp::broadcast;
+  m.scope = profile::CommScope::shared_memory;
+  m.ranks = 2;
+  profile::CommPoint pt;
+  pt.size = Bytes::mib(1);
+  pt.time = SimTime::ms(8);
+  pt.cpu = SimTime::ms(6);
+  pt.root_cpu = SimTime();
+  pt.member_cpu = SimTime::ms(6);
+  m.points.push_back(pt);
+  prof.communication.push_back(m);
+  auto with = simulate_recorded(p, t, prof);
+  auto zero = simulate_recorded(p, t, [&] {
+    profile::Profile z = prof;
+    z.host->wakeup_cost = SimTime();
+    return z;
+  }());
+  ASSERT_TRUE(with.ok() && zero.ok());
+  const report::OpRecord bc = first_op(p, *with, 1, ir::OpKind::collective);
+  const std::int64_t wait_ns = (bc.end - bc.start).picoseconds() / 1000;
+  const double n = host_wait::wakeups(wait_ns - 6'000'000, 0);
+  EXPECT_GT(host_wait::wakeups(wait_ns, 0), n + 2.0);  // the copy's 6 ms hold 3 long sleeps
+  const report::OpRecord c = first_op(p, *with, 1, ir::OpKind::compute);
+  const report::OpRecord c0 = first_op(p, *zero, 1, ir::OpKind::compute);
+  ASSERT_GT(c.end, bc.end);
+  EXPECT_NEAR(static_cast<double>((c.end - c0.end).picoseconds()), (n + 1.0) * 50e6, 2.0);
+}
+
 // A broadcast's root spends CPU time on its own core while the members copy (profile root_cpu,
 // sim/run/host_cpu.cpp charge_broadcast_root). 2x2-cpu: rank 0 broadcasts 1 MiB to rank 2 (core
 // 1) while rank 1 computes ~20 ms on rank 0's core 0. The 2-rank curve: 3 ms, the root's thread 2
