@@ -352,6 +352,19 @@ std::optional<BroadcastRoles> MpiShmModel::broadcast_roles(double bytes, int ran
                         toward(h.root_work, k.root_work, cold, f.root_work, after)};
 }
 
+std::optional<BroadcastRoles> MpiShmModel::broadcast_member_roles(double bytes, int ranks,
+                                                                  bool one_core, bool pair_one_core,
+                                                                  int others_copying,
+                                                                  Warmth warmth) const {
+  const auto all = broadcast_roles(bytes, ranks, one_core, warmth);
+  if (!all || ranks <= 2) return all;
+  const auto lone = broadcast_roles(bytes, 2, pair_one_core, warmth);
+  if (!lone) return all;
+  const double share = static_cast<double>(others_copying) / static_cast<double>(ranks - 2);
+  return BroadcastRoles{toward(lone->latency, all->latency, share),
+                        toward(lone->member_work, all->member_work, share), all->root_work};
+}
+
 std::optional<SimTime> MpiShmModel::reduce_sum_work(double bytes, int ranks, bool one_core,
                                                     Warmth warmth) const {
   const ShmCost whole = collective(ir::CollectiveKind::reduce, bytes, ranks, one_core, warmth);

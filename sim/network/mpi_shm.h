@@ -180,6 +180,19 @@ class MpiShmModel {
   /// `one_core`, `warmth`: as for collective().
   std::optional<BroadcastRoles> broadcast_roles(double bytes, int ranks, bool one_core = false,
                                                 Warmth warmth = {}) const;
+  /// One member's copy of a linear broadcast on `ranks` ranks (member_work, latency), started
+  /// while `others_copying` other members of the instance copy. Calibration posts every member
+  /// at once, so the `ranks` curve's member copies all ran together and shared the memory
+  /// system; a copy alone costs the 2-rank curve's member (`pair_one_core`: its root and it on
+  /// one core), and each other copy running moves it 1 / (ranks - 2) of the way to the `ranks`
+  /// curve's. Measured (2x2-cpu, TawPipe[grouping=off]'s 12 MiB 4-rank broadcasts, tawexec's
+  /// per-op CPU time): a member copy no other member's overlapped cost 1.41-1.45 ms, beside one
+  /// 1.79-1.80, beside two 1.84-1.87; the 2-rank curve's member 1.30-1.36, the 4-rank curve's
+  /// 1.66-1.73, plus the waits' wake-ups (docs/validate-host.md, session 28). Without a 2-rank
+  /// curve (or on 2 ranks), broadcast_roles(bytes, ranks, one_core, warmth).
+  std::optional<BroadcastRoles> broadcast_member_roles(double bytes, int ranks, bool one_core,
+                                                       bool pair_one_core, int others_copying,
+                                                       Warmth warmth = {}) const;
   /// A reduce as the host backend runs it alone (exec/host/mpi_ops.h run_direct): the root
   /// receives every other member's buffer, one message of `bytes` each (p2p(bytes), copied on
   /// the root's core as each member posts), then sums them. Returns the root's core work past

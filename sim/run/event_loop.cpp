@@ -113,7 +113,7 @@ void Executor::complete_op(std::size_t g) {
       // The interpreter wakes for a completion unless it is awake: another completion at this
       // instant, or a fill it runs (its sleep starts when the fill ends).
       SimTime& woke = interpreter_woke_[idx(r)];
-      if (!thread && !zero_bytes_.empty() && zero_bytes_[g] > 0 && op.kind == ir::OpKind::alloc) {
+      if (!zero_bytes_.empty() && zero_bytes_[g] > 0) {  // an alloc's fill (start_zeroing)
         --interpreter_filling_[idx(r)];
         woke = engine_.now();
       } else if (thread && woke != engine_.now() && interpreter_filling_[idx(r)] == 0) {

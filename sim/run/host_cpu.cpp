@@ -576,34 +576,14 @@ void Executor::start_member_copy(std::uint32_t inst, std::size_t pos) {
     // With the roles measured (profile member_cpu, root_cpu) a member's copy costs the mean
     // member's CPU time, and the root's part is charged on its core when it posts
     // (post_member_shm); without, the busiest member's.
+    // Each member copy at its own figure: alone it costs a 2-rank copy, beside the instance's
+    // other copies the instance's curve (MpiShmModel::broadcast_member_roles).
+    const bool pair_one_core =
+        core_of_rank(members[idx(in.root_member)]) == core_of_rank(members[pos]);
     if (const auto roles =
-            shm_->broadcast_roles(bytes, static_cast<int>(members.size()), on_one_core(in), warm)) {
+            shm_->broadcast_member_roles(bytes, static_cast<int>(members.size()), on_one_core(in),
+                                         pair_one_core, in.copies_running, warm)) {
       cost = {roles->latency, roles->member_work, true};
-      // Calibration's members post at once, so the curve's member copies all run together and
-      // share the memory system; in a run the members post apart and most copies run alone.
-      // Measured (2x2-cpu, TawPipe[grouping=off]'s 12 MiB 4-rank broadcasts, session 27's
-      // declared test, 4 last rounds, tawexec's per-op CPU time): a member copy that no other
-      // member's overlapped cost 1.41-1.45 ms, with one 1.79-1.80, with two 1.84-1.87; the
-      // 2-rank curve's member 1.30-1.36, the 4-rank curve's 1.66-1.73, plus the waits'
-      // wake-ups (docs/validate-host.md, session 28). So a copy costs the 2-rank curve's member
-      // (its root and it on one core or not) and, for each of the instance's other member copies
-      // running when it starts, its share of the way to the instance's curve.
-      const std::size_t n = members.size();
-      if (n > 2) {
-        const bool same_core =
-            core_of_rank(members[idx(in.root_member)]) == core_of_rank(members[pos]);
-        if (const auto lone = shm_->broadcast_roles(bytes, 2, same_core, warm)) {
-          const double share =
-              std::min(1.0, static_cast<double>(in.copies_running) / static_cast<double>(n - 2));
-          auto toward = [&](SimTime a, SimTime b) {
-            return SimTime::ps(
-                static_cast<std::int64_t>(static_cast<double>(a.picoseconds()) +
-                                          share * static_cast<double>((b - a).picoseconds())));
-          };
-          cost = {toward(lone->latency, roles->latency),
-                  toward(lone->member_work, roles->member_work), true};
-        }
-      }
     } else {
       cost = shm_->collective(ir::CollectiveKind::broadcast, bytes,
                               static_cast<int>(members.size()), on_one_core(in), warm);
