@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/aligned.h"
 #include "common/model/presets.h"
 #include "exec/host/calibrate_comm.h"
 #include "exec/host/calibrate_kernels.h"
@@ -402,8 +403,8 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     for (std::size_t i = 0; i < shapes.size(); ++i)
       figures.push_back({[&gemms, i] { gemms.run(i); }, budget / 3});
     // Attention forward and backward at the block's shape.
-    std::vector<float> q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), att(T * H), dq(T * H),
-        dk(T * H), dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
+    AlignedVector q(T * H, 0.1f), k(T * H, 0.2f), v(T * H, 0.3f), att(T * H), dq(T * H), dk(T * H),
+        dv(T * H), probs(d.heads * d.seq_len * d.seq_len);
     figures.push_back({[&] {
                          math::attention_forward(d, q.data(), k.data(), v.data(), probs.data(),
                                                  att.data());
@@ -418,9 +419,9 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
     // kColdPoolBytes when cold.
     const auto tokens = math::micro_batch_tokens(d, 1, 0, 0);
     const math::EmbeddingLayout emb = math::embedding_layout(d);
-    std::vector<float> table(emb.size, 0.01f), gains(H, 1.0f), inv(T);
+    AlignedVector table(emb.size, 0.01f), gains(H, 1.0f), inv(T);
     const model::AdamWConfig adamw;
-    std::vector<std::vector<float>> pools(memory.size());
+    std::vector<AlignedVector> pools(memory.size());
     for (std::size_t i = 0; i < memory.size(); ++i) {
       const MemoryFigure& f = memory[i];
       const std::size_t n = f.elements;
@@ -513,7 +514,7 @@ Expected<profile::Profile> calibrate_host(const CalibrateOptions& o, CalibrateEx
       }
       figures.push_back({std::move(call), budget / 2});
     }
-    std::vector<float> one(H, 1.0f), out(H);
+    AlignedVector one(H, 1.0f), out(H);
     float inv_one = 0.0f;
     figures.push_back({[&] {
                          math::rmsnorm_forward(one.data(), gains.data(), 1, H, 1e-5f, out.data(),

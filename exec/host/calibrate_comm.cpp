@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/aligned.h"
 #include "common/ir/builder.h"
 #include "common/model/presets.h"
 #include "exec/host/calibrate_kernels.h"
@@ -57,7 +58,7 @@ class ColdBuffers {
  private:
   std::uint64_t pool_ = 0;
   std::uint64_t calls_ = 0;
-  std::vector<float> send_, recv_;
+  AlignedVector send_, recv_;
 };
 
 /// CPU time of the calling thread so far (seconds).
@@ -238,7 +239,7 @@ Expected<Timing> time_collective(ir::CollectiveKind kind, std::uint64_t bytes, M
   // Whole-buffer bytes, a multiple of 4 * size (floats split evenly over the ranks).
   const std::uint64_t unit = 4 * static_cast<std::uint64_t>(size);
   bytes = std::max(unit, bytes / unit * unit);
-  std::vector<float> send(cold ? 0 : bytes / 4, 1.0f), recv(cold ? 0 : bytes / 4, 0.5f);
+  AlignedVector send(cold ? 0 : bytes / 4, 1.0f), recv(cold ? 0 : bytes / 4, 0.5f);
   auto call = [&]() -> Status {
     CollectiveArgs a;
     a.kind = kind;

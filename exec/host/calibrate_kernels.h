@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/aligned.h"
 #include "common/model/kernel_class.h"
 #include "common/model/model.h"
 #include "common/profile/profile.h"
@@ -142,8 +143,8 @@ class BlockGemms {
 
  private:
   std::vector<GemmShape> shapes_;
-  std::vector<float> a_;
-  std::vector<std::vector<float>> pools_;  ///< per shape: sets x (B, C)
+  AlignedVector a_;
+  std::vector<AlignedVector> pools_;  ///< per shape: sets x (B, C)
   std::vector<std::size_t> sets_, next_set_;
   std::uint64_t turn_ = 0;
 };

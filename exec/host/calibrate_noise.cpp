@@ -13,6 +13,7 @@
 
 #include <fmt/core.h>
 
+#include "common/aligned.h"
 #include "exec/host/calibrate_comm.h"
 #include "exec/host/mpi_ops.h"
 #include "exec/host/mpi_util.h"
@@ -88,7 +89,7 @@ Expected<std::optional<profile::NoiseTrace>> measure_noise(const FwqWork& w, dou
   // Hot operands (one A, B and C, a few hundred KB at the block's shapes, in the core's caches):
   // the quantum times the core, not the memory system, so a longer quantum is time the core
   // lost. Single-threaded OpenBLAS, as the run's compute (calibrate_host set it).
-  std::vector<float> a(w.m * w.k, 0.5f), b(w.k * w.n, 0.25f), c(w.m * w.n, 0.0f);
+  AlignedVector a(w.m * w.k, 0.5f), b(w.k * w.n, 0.25f), c(w.m * w.n, 0.0f);
   auto gemm = [&] {
     math::gemm(false, false, w.m, w.n, w.k, 1.0f, a.data(), w.k, b.data(), w.n, 0.0f, c.data(),
                w.n);

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -20,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/aligned.h"
 #include "common/ir/zeroing.h"
 #include "exec/host/compute_ops.h"
 #include "exec/host/doorbell.h"
@@ -63,9 +66,10 @@ struct ThreadUsage {
   }
 };
 
-/// A buffer's storage: uninitialised on allocation (zeroed only where the IR needs it).
+/// A buffer's storage: uninitialised on allocation (zeroed only where the IR needs it), at a
+/// page (common/aligned.h: its offset must not depend on what was allocated before).
 struct Slab {
-  std::unique_ptr<float[]> p;
+  AlignedFloats p;
   std::size_t n = 0;  ///< scalars
 };
 
@@ -88,7 +92,7 @@ struct HostBackend::Impl {
   /// Freed storage by scalar count, reused by the next alloc of that size: like a framework's
   /// caching allocator, so an IR alloc/free costs no mmap, munmap or page faults (freshly
   /// mapped pages fault on first touch, which cost as much as the GEMMs on this backend).
-  std::multimap<std::size_t, std::unique_ptr<float[]>> pool;
+  std::multimap<std::size_t, AlignedFloats> pool;
   /// Per alloc op: its buffers whose first use can read the contents, so they must hold the
   /// IR's "a fresh buffer is empty (zero)"; the others are overwritten whole first (zeroing
   /// them would be a hidden memset per alloc). See plan_zeroing().
@@ -146,8 +150,9 @@ struct HostBackend::Impl {
       data[u].p = std::move(it->second);
       pool.erase(it);
     } else {
-      data[u].p = std::make_unique_for_overwrite<float[]>(n);
+      data[u].p = make_aligned_floats(n);
     }
+    assert(reinterpret_cast<std::uintptr_t>(data[u].p.get()) % kBufferAlignment == 0);
     data[u].n = n;
 #ifndef NDEBUG
     // Debug builds poison what the IR leaves undefined, so a missed zeroing fails --verify.

@@ -105,7 +105,7 @@ Status post_collective(const CollectiveArgs& a, PostedOp& out) {
       float* dst = a.recv;
       if (in_place) {
         out.staged = static_cast<std::size_t>(piece);
-        out.staging = std::make_unique_for_overwrite<float[]>(out.staged);
+        out.staging = make_aligned_floats(out.staged);
         out.copy_to = a.recv;
         dst = out.staging.get();
       }
@@ -144,7 +144,7 @@ Status run_collective(const CollectiveArgs& a) {
     case ir::CollectiveKind::reduce_scatter: {
       const int piece = count / a.size;
       if (in_place) {
-        thread_local std::vector<float> staging;  // MPI's output, kept across calls (no faults)
+        thread_local AlignedVector staging;  // MPI's output, kept across calls (no faults)
         staging.resize(static_cast<std::size_t>(piece));
         TAWPIPE_MPI(
             MPI_Reduce_scatter_block(a.send, staging.data(), piece, MPI_FLOAT, MPI_SUM, a.comm));
@@ -416,7 +416,7 @@ Status wait_every(std::vector<PostedOp>& ops) {
 
 /// Scratch for the pieces received from the other members, kept per thread across calls.
 float* scratch(std::size_t floats) {
-  thread_local std::vector<float> s;
+  thread_local AlignedVector s;
   if (s.size() < floats) s.resize(floats);
   return s.data();
 }

@@ -38,6 +38,7 @@
 
 #include <mpi.h>
 
+#include "common/aligned.h"
 #include "common/error.h"
 #include "common/host_wait.h"
 #include "common/ir/program.h"
@@ -139,7 +140,7 @@ struct PostedOp {
   MPI_Request request = MPI_REQUEST_NULL;
   /// In-place reduce-scatter: MPI's output (uninitialised heap memory: MPI overwrites it),
   /// `staged` floats, copied to `copy_to` on completion.
-  std::unique_ptr<float[]> staging;
+  AlignedFloats staging;
   std::size_t staged = 0;
   float* copy_to = nullptr;
   /// Point-to-point: the peer's world rank, whose doorbell announces this op's progress

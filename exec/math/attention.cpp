@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/aligned.h"
 #include "exec/math/gemm.h"
 
 namespace tawpipe::exec::math {
@@ -16,7 +17,7 @@ namespace {
 struct RopeTable {
   std::size_t seq_len = 0, head_dim = 0;
   float base = 0.0f;
-  std::vector<float> cos_t, sin_t;
+  AlignedVector cos_t, sin_t;
 };
 
 const RopeTable& rope_table(const Dims& d) {
@@ -93,7 +94,7 @@ void attention_backward(const Dims& d, const float* q, const float* k, const flo
                         const float* probs, const float* dout, float* dq, float* dk, float* dv) {
   const std::size_t S = d.seq_len, H = d.hidden, hd = d.head_dim;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  thread_local std::vector<float> ds;  // dP, then dS: overwritten per head, kept across calls
+  thread_local AlignedVector ds;  // dP, then dS: overwritten per head, kept across calls
   if (ds.size() < S * S) ds.resize(S * S);
   for (std::size_t b = 0; b < d.batch; ++b) {
     for (std::size_t h = 0; h < d.heads; ++h) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/aligned.h"
 #include "exec/math/attention.h"
 #include "exec/math/gemm.h"
 #include "exec/math/loss.h"
@@ -12,7 +13,7 @@
 namespace tawpipe::exec::math {
 namespace {
 
-using Vec = std::vector<float>;
+using Vec = AlignedVector;  // at a cache line and page (common/aligned.h)
 
 /// `v` holding at least n scalars. Workspaces only grow: after the first call at a shape, no
 /// call allocates, zero-fills or page-faults (a fresh std::vector would do all three per call,

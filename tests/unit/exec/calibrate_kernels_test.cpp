@@ -3,6 +3,7 @@
 // interpolation meets each measured point exactly where a run's kernel is.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <utility>
 
@@ -178,6 +179,9 @@ TEST(CalibrateKernels, BlockGemmsRotateTheWeightOperandsOverTheLayersWeights) {
     EXPECT_EQ(gemms.sets(i), static_cast<std::size_t>(std::ceil(weight_bytes / set_bytes))) << i;
     EXPECT_GE(static_cast<double>(gemms.sets(i)) * set_bytes, weight_bytes) << i;
   }
+  // Every operand set starts on a page, as the run's buffers do (common/aligned.h).
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(gemms.next_b(i)) % kBufferAlignment, 0u) << i;
   // next(): the shapes in turn, each call's flops; flops_of_call says the same for any call.
   std::vector<const float*> first_b;
   for (std::size_t i = 0; i < shapes.size(); ++i)
