@@ -2,6 +2,8 @@
 // hand-built IR programs (builder.h). Compute rates: A100 fp16 peak 312 TFLOP/s x GEMM
 // efficiency 0.86 = R = 268.32 TFLOP/s, launch overhead 2 us (shipped topologies; hand-built
 // costs carry no kernels, so the op-class model applies with one launch per op).
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "common/host_wait.h"
@@ -748,6 +750,26 @@ profile::Profile host_curves(int cores, int per_core, bool cpu) {
   return prof;
 }
 
+// A one-point broadcast curve of 1 MiB on `ranks` ranks (every size costs the point's figures):
+// its time, the busiest member's CPU time and, with roles, the root's and a member's thread CPU
+// time (profile root_cpu, member_cpu).
+profile::CommMeasurement broadcast_curve(int ranks, profile::CommScope scope, SimTime time,
+                                         SimTime cpu, std::optional<SimTime> root_cpu = {},
+                                         std::optional<SimTime> member_cpu = {}) {
+  profile::CommMeasurement m;
+  m.op = profile::CommOp::broadcast;
+  m.scope = scope;
+  m.ranks = ranks;
+  profile::CommPoint pt;
+  pt.size = Bytes::mib(1);
+  pt.time = time;
+  pt.cpu = cpu;
+  pt.root_cpu = root_cpu;
+  pt.member_cpu = member_cpu;
+  m.points.push_back(pt);
+  return m;
+}
+
 // `p` on `t` with `prof`, every op recorded.
 auto simulate_recorded(const ir::Program& p, const topo::Topology& t,
                        const profile::Profile& prof) {
@@ -828,18 +850,9 @@ TEST(Executor, HostBroadcastMemberCopyAloneCostsTheTwoRankFigure) {
     prof.host->cores_per_host = 2;
     prof.host->ranks_per_core = 2;
     auto curve = [&](int ranks, profile::CommScope scope, double member_ms) {
-      profile::CommMeasurement m;
-      m.op = profile::CommOp::broadcast;
-      m.scope = scope;
-      m.ranks = ranks;
-      profile::CommPoint pt;
-      pt.size = Bytes::mib(1);
-      pt.time = SimTime::ms(6);
-      pt.cpu = SimTime::ps(testing::ceil_ps(member_ms * 1e-3));
-      pt.root_cpu = SimTime::ms(1);
-      pt.member_cpu = pt.cpu;
-      m.points.push_back(pt);
-      prof.communication.push_back(m);
+      const SimTime member = SimTime::ps(testing::ceil_ps(member_ms * 1e-3));
+      prof.communication.push_back(
+          broadcast_curve(ranks, scope, SimTime::ms(6), member, SimTime::ms(1), member));
     };
     curve(4, profile::CommScope::shared_memory, 2.0);
     if (two_rank_curves) {
@@ -884,18 +897,8 @@ TEST(Executor, HostTimerWaitSleepsOnlyOutsideItsCopy) {
   b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(8e9)), {}, {});
   const ir::Program p = std::move(b).finish();
   profile::Profile prof = one_rank_per_core(SimTime::us(50));
-  profile::CommMeasurement m;
-  m.op = profile::CommOp::broadcast;
-  m.scope = profile::CommScope::shared_memory;
-  m.ranks = 2;
-  profile::CommPoint pt;
-  pt.size = Bytes::mib(1);
-  pt.time = SimTime::ms(8);
-  pt.cpu = SimTime::ms(6);
-  pt.root_cpu = SimTime();
-  pt.member_cpu = SimTime::ms(6);
-  m.points.push_back(pt);
-  prof.communication.push_back(m);
+  prof.communication.push_back(broadcast_curve(2, profile::CommScope::shared_memory, SimTime::ms(8),
+                                               SimTime::ms(6), SimTime(), SimTime::ms(6)));
   auto with = simulate_recorded(p, t, prof);
   auto zero = simulate_recorded(p, t, [&] {
     profile::Profile z = prof;
@@ -927,20 +930,11 @@ TEST(Executor, HostBroadcastRootCpuIsChargedOnTheRootsCore) {
     prof.host = profile::HostProfile{};
     prof.host->cores_per_host = 2;
     prof.host->ranks_per_core = 2;
-    profile::CommMeasurement m;
-    m.op = profile::CommOp::broadcast;
-    m.scope = profile::CommScope::shared_memory;
-    m.ranks = 2;
-    profile::CommPoint pt;
-    pt.size = Bytes::mib(1);
-    pt.time = SimTime::ms(3);
-    pt.cpu = SimTime::ms(2);
-    if (roles) {
-      pt.root_cpu = SimTime::ms(2);
-      pt.member_cpu = SimTime::ms(1);
-    }
-    m.points.push_back(pt);
-    prof.communication.push_back(m);
+    prof.communication.push_back(roles ? broadcast_curve(2, profile::CommScope::shared_memory,
+                                                         SimTime::ms(3), SimTime::ms(2),
+                                                         SimTime::ms(2), SimTime::ms(1))
+                                       : broadcast_curve(2, profile::CommScope::shared_memory,
+                                                         SimTime::ms(3), SimTime::ms(2)));
     ir::ProgramBuilder b(testing::header_for(t, 4, "fp32"), 4);
     const ir::CommId pair = b.communicator("pair", {0, 2});
     b.compute(1, 0, ir::ComputeKind::forward, 0, 1, 0, b.cost(testing::gemm_cost(0.24e9)), {}, {});
